@@ -1,0 +1,63 @@
+package jit
+
+// Section names used by both backends' listings, in the order a trampoline emits them.
+const (
+	SecPrologue   = "prologue"
+	SecArgSpill   = "arg spill"
+	SecNrArgs     = "nr_args"
+	SecIP         = "ip"
+	SecTrampEnter = "tramp_enter"
+	SecCallOrig   = "call original"
+	SecRetval     = "retval stash"
+	SecTrampExit  = "tramp_exit"
+	SecEpilogue   = "epilogue"
+)
+
+// SecProg, SecModRet and SecFexit name the per-program sections ("prog call 1", ...).
+func SecProg(n int) string   { return "prog call " + itoa(n) }
+func SecModRet(n int) string { return "fmod_ret " + itoa(n) }
+func SecFexit(n int) string  { return "fexit " + itoa(n) }
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// Section is a named byte range [Start, End) of an image.
+type Section struct {
+	Name  string `json:"name"`
+	Start int    `json:"start"`
+	End   int    `json:"end"`
+}
+
+// RelocKind says how a symbol's address is embedded at a relocation's offset.
+type RelocKind string
+
+const (
+	RelocRel32  RelocKind = "rel32"  // x86 call/jmp rel32, relative to the next instruction
+	RelocImm32  RelocKind = "imm32"  // 32-bit immediate
+	RelocImm64  RelocKind = "imm64"  // 64-bit immediate (x86 movabs, or an arm64 mov sequence)
+	RelocBranch RelocKind = "branch" // arm64 bl imm26
+)
+
+// Reloc records that the bytes at Offset refer to Symbol ("im", "prog#1", "bpf_func#1",
+// "func", "ip_after_call", or a helper name such as "__bpf_prog_enter_recur").
+type Reloc struct {
+	Offset int       `json:"offset"`
+	Kind   RelocKind `json:"kind"`
+	Symbol string    `json:"symbol"`
+}
+
+// Image is a generated trampoline: the code bytes up to the kernel's end of code, the address
+// they execute at, and the annotations a listing needs.
+type Image struct {
+	Arch     string    `json:"arch"`
+	Kernel   string    `json:"kernel"`
+	Base     uint64    `json:"-"`
+	Flags    Flags     `json:"-"`
+	Code     []byte    `json:"-"`
+	Sections []Section `json:"sections"`
+	Relocs   []Reloc   `json:"relocs"`
+}

@@ -1,0 +1,42 @@
+package jit
+
+// Kind is a program's attach kind as the gen request spells it.
+type Kind string
+
+const (
+	Fentry Kind = "fentry"   // BPF_TRACE_FENTRY
+	Fexit  Kind = "fexit"    // BPF_TRACE_FEXIT
+	ModRet Kind = "fmod_ret" // BPF_MODIFY_RETURN
+	LSM    Kind = "lsm"      // BPF_LSM_MAC: fmod_ret, or fexit on a void hook
+)
+
+// Prog is one attached program of a request, in attach order.
+type Prog struct {
+	Kind      Kind   `json:"kind"`
+	Sleepable bool   `json:"sleepable,omitempty"`
+	Cookie    Cookie `json:"cookie,omitempty"`
+	FuncIP    bool   `json:"func_ip,omitempty"` // calls bpf_get_func_ip: sets IP_ARG
+}
+
+// Features are the CPU/config switches that change trampoline bytes.
+type Features struct {
+	IBT       bool `json:"ibt,omitempty"`        // x86 ENDBR / arm64 BTI landing pads
+	Rethunk   bool `json:"rethunk,omitempty"`    // x86 return thunk instead of ret
+	CallDepth bool `json:"call_depth,omitempty"` // x86 call-depth accounting
+}
+
+// ProgAddrs are one program's addresses: its struct bpf_prog and its JITed entry.
+type ProgAddrs struct {
+	Prog    Addr `json:"prog"`
+	BPFFunc Addr `json:"bpf_func"`
+}
+
+// Addrs are the addresses an image embeds. Zero values mean "use the synthetic layout".
+type Addrs struct {
+	Image   Addr            `json:"image"`
+	Func    Addr            `json:"func"`
+	IP      Addr            `json:"ip"`
+	IM      Addr            `json:"im,omitempty"`
+	Progs   []ProgAddrs     `json:"progs,omitempty"`
+	Helpers map[string]Addr `json:"helpers,omitempty"`
+}
