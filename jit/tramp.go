@@ -1,0 +1,77 @@
+package jit
+
+import "github.com/trampjit/trampjit/btfmodel"
+
+// ProgRef is one program as a backend emits it: its request entry, where it stood in attach
+// order, and its addresses.
+type ProgRef struct {
+	Prog
+	Index   int    // 1-based position in the request's attach order ("prog#1")
+	Addr    uint64 // struct bpf_prog *
+	BPFFunc uint64 // JITed entry
+}
+
+// Tramp is a fully resolved trampoline: everything a backend needs to emit one image, and
+// nothing it has to look up. Program lists are in emission order (within a kind the most
+// recently attached program first, as bpf_trampoline_get_progs walks its hlist).
+type Tramp struct {
+	Arch     btfmodel.Arch
+	Kernel   btfmodel.Kernel
+	Model    *btfmodel.FuncModel
+	Flags    Flags
+	Features Features
+	Fentry   []ProgRef
+	ModRet   []ProgRef
+	Fexit    []ProgRef
+	Image    uint64            // address the image executes at
+	Func     uint64            // traced function's symbol address (func_addr)
+	IP       uint64            // the patched call site inside it
+	IM       uint64            // struct bpf_tramp_image *
+	Helpers  map[string]uint64 // kernel symbol -> address
+}
+
+// Helper returns a kernel helper's address, or an error naming the missing symbol.
+func (t *Tramp) Helper(name string) (uint64, error) {
+	if a, ok := t.Helpers[name]; ok {
+		return a, nil
+	}
+	return 0, &MissingHelperError{Name: name}
+}
+
+// MissingHelperError says a request's addrs lack a helper the profile calls.
+type MissingHelperError struct{ Name string }
+
+func (e *MissingHelperError) Error() string {
+	return "addrs.helpers has no address for " + e.Name + ", which this profile calls"
+}
+
+// EnterExit names the __bpf_prog_enter*/exit* pair the trampoline calls around a program.
+// 6.12 picks them in bpf_trampoline_enter/exit (kernel/bpf/trampoline.c): TRACING programs
+// use the _recur variants, LSM programs the plain ones. 6.1 picks inline in the arch JIT and
+// has no _recur variants (the recursion check lives in __bpf_prog_enter).
+func EnterExit(k btfmodel.Kernel, p Prog) (enter, exit string) {
+	recur := p.Kind != LSM && k != btfmodel.Kernel61
+	switch {
+	case p.Sleepable && recur:
+		return "__bpf_prog_enter_sleepable_recur", "__bpf_prog_exit_sleepable_recur"
+	case p.Sleepable:
+		return "__bpf_prog_enter_sleepable", "__bpf_prog_exit_sleepable"
+	case recur:
+		return "__bpf_prog_enter_recur", "__bpf_prog_exit_recur"
+	}
+	return "__bpf_prog_enter", "__bpf_prog_exit"
+}
+
+// Trampoline enter/exit helpers called when CALL_ORIG is set.
+const (
+	HelperTrampEnter = "__bpf_tramp_enter"
+	HelperTrampExit  = "__bpf_tramp_exit"
+)
+
+// Backend emits images for one architecture.
+type Backend interface {
+	Arch() btfmodel.Arch
+	// Generate emits the image for t, or fails with the kernel's reason (for example the
+	// arch JIT's -ENOTSUPP for too many argument registers).
+	Generate(t *Tramp) (*Image, error)
+}
