@@ -114,6 +114,9 @@ func cDecl(typ, name string) string {
 	if name == "" {
 		return typ
 	}
+	if strings.Contains(typ, "(*)") { // function pointer: the name goes inside
+		return strings.Replace(typ, "(*)", "(*"+name+")", 1)
+	}
 	if strings.HasSuffix(typ, "*") {
 		return typ + name
 	}

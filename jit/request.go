@@ -1,13 +1,16 @@
 package jit
 
-// Kind is a program's attach kind as the gen request spells it.
-type Kind string
+import "github.com/trampjit/trampjit/btfmodel"
 
+// Kind is a program's attach kind as the gen request spells it.
+type Kind = btfmodel.AttachType
+
+// The program kinds a request may attach.
 const (
-	Fentry Kind = "fentry"   // BPF_TRACE_FENTRY
-	Fexit  Kind = "fexit"    // BPF_TRACE_FEXIT
-	ModRet Kind = "fmod_ret" // BPF_MODIFY_RETURN
-	LSM    Kind = "lsm"      // BPF_LSM_MAC: fmod_ret, or fexit on a void hook
+	Fentry = btfmodel.Fentry // BPF_TRACE_FENTRY
+	Fexit  = btfmodel.Fexit  // BPF_TRACE_FEXIT
+	ModRet = btfmodel.ModRet // BPF_MODIFY_RETURN
+	LSM    = btfmodel.LSM    // BPF_LSM_MAC: fmod_ret, or fexit on a void hook
 )
 
 // Prog is one attached program of a request, in attach order.

@@ -1,0 +1,214 @@
+package btfmodel
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// AttachType is how a program attaches to a trampoline, as trampjit spells it.
+type AttachType string
+
+const (
+	Fentry AttachType = "fentry"   // BPF_TRACE_FENTRY
+	Fexit  AttachType = "fexit"    // BPF_TRACE_FEXIT
+	ModRet AttachType = "fmod_ret" // BPF_MODIFY_RETURN
+	LSM    AttachType = "lsm"      // BPF_LSM_MAC
+)
+
+// AttachTypes lists the attach types in the order trampjit reports them.
+var AttachTypes = []AttachType{Fentry, Fexit, ModRet, LSM}
+
+// ParseAttachType checks an attach type given by a user.
+func ParseAttachType(s string) (AttachType, error) {
+	for _, t := range AttachTypes {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("unknown program kind %q (want fentry, fexit, fmod_ret or lsm)", s)
+}
+
+// Stage says where the kernel refuses an attachment.
+type Stage string
+
+const (
+	// StageLoad is BPF_PROG_LOAD: the verifier's attach checks; Msg is its log line.
+	StageLoad Stage = "load"
+	// StageAttach is BPF_LINK_CREATE: the arch JIT refuses to build the trampoline, with an
+	// errno and no log.
+	StageAttach Stage = "attach"
+)
+
+// Verdict is the kernel's answer to one attach type on one function.
+type Verdict struct {
+	Type  AttachType `json:"kind"`
+	OK    bool       `json:"ok"`
+	Stage Stage      `json:"stage,omitempty"`
+	Errno string     `json:"errno,omitempty"` // "EINVAL", "ENOTSUPP", ...
+	// Msg is the kernel's log line when KernelMsg is set; otherwise trampjit's description
+	// of a refusal the kernel does not explain.
+	Msg       string `json:"message,omitempty"`
+	KernelMsg bool   `json:"kernel_message,omitempty"`
+	// Note qualifies an answer that rests on an assumption (e.g. no error-injection list).
+	Note string `json:"note,omitempty"`
+}
+
+// AttachEnv is what the attach checks need besides the function model.
+type AttachEnv struct {
+	Kernel    Kernel
+	Arch      Arch
+	Sleepable bool
+	// ErrorInjection is the kernel's error-injection list (/sys/kernel/debug/error_injection/list),
+	// by function name. Nil means unknown: fmod_ret is then judged by the syscall-prefix rule
+	// and the known test functions, and the verdict says so.
+	ErrorInjection map[string]bool
+	// BTFID is the function's BTF id, for messages that print it.
+	BTFID uint32
+}
+
+// CheckAttach applies the kernel's checks, in the kernel's order, to attaching one program of
+// type at to function name, whose model m was distilled with error distillErr. The order is
+// bpf_check_attach_target (distill, sleepable, fmod_ret), check_attach_btf_id (LSM, deny
+// lists), then the arch JIT at link time.
+func CheckAttach(name string, m *FuncModel, distillErr error, at AttachType, env AttachEnv) Verdict {
+	v := Verdict{Type: at}
+	loadErr := func(msg string) Verdict {
+		v.Stage, v.Errno, v.Msg, v.KernelMsg = StageLoad, "EINVAL", msg, true
+		return v
+	}
+	if distillErr != nil {
+		var de *DistillError
+		if errors.As(distillErr, &de) {
+			return loadErr(de.Msg)
+		}
+		v.Stage, v.Errno, v.Msg = StageLoad, "EINVAL", distillErr.Error()
+		return v
+	}
+	if env.Sleepable {
+		if ok, why := sleepableOK(name, at, env); !ok {
+			v = loadErr(fmt.Sprintf("%s is not sleepable", name))
+			v.Note = why
+			return v
+		}
+	}
+	if at == ModRet {
+		ok, note := modifiable(name, env)
+		if !ok {
+			v = loadErr(fmt.Sprintf("%s() is not modifiable", name))
+			v.Note = note
+			return v
+		}
+		v.Note = note
+	}
+	if at == LSM {
+		if !strings.HasPrefix(name, "bpf_lsm_") {
+			return loadErr(fmt.Sprintf("attach_btf_id %d points to wrong type name %s", env.BTFID, name))
+		}
+		if lsmDisabledHooks[env.Kernel][name] {
+			return loadErr(fmt.Sprintf("attach_btf_id %d points to disabled hook %s", env.BTFID, name))
+		}
+	} else {
+		if inList(btfIDDeny[env.Kernel], name) {
+			v.Stage, v.Errno = StageLoad, "EINVAL"
+			v.Msg = "btf_id_deny: the kernel refuses tracing programs on " + name + " and logs no message"
+			return v
+		}
+		if (at == Fexit || at == ModRet) && inList(noreturnDeny[env.Kernel], name) {
+			note := v.Note
+			v = loadErr(noreturnMsg)
+			v.Note = joinNotes(note, "open: Debian 6.12 carrying the noreturn_deny backport is settled by the kernel corpus")
+			return v
+		}
+	}
+	if errno, why := archLimit(m, env); errno != "" {
+		v.Stage, v.Errno, v.Msg = StageAttach, errno, why
+		return v
+	}
+	v.OK = true
+	return v
+}
+
+func joinNotes(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// modifiable is the fmod_ret rule of bpf_check_attach_target / check_attach_modify_return:
+// an error-injectable function, a security_ hook, or (6.3+) an fmod_ret id set member.
+func modifiable(name string, env AttachEnv) (bool, string) {
+	if strings.HasPrefix(name, "security_") {
+		return true, ""
+	}
+	if fmodRetIDs[env.Kernel][name] {
+		return true, ""
+	}
+	if env.ErrorInjection != nil {
+		return env.ErrorInjection[name], ""
+	}
+	if testRunErrorInjection[env.Kernel][name] || strings.HasPrefix(name, syscallPrefix[env.Arch]) {
+		return true, "no error-injection list given: judged by the syscall-prefix rule"
+	}
+	return false, "no error-injection list given: judged by the syscall-prefix rule"
+}
+
+// sleepableOK is the TRACING/LSM part of check_attach_sleepable (can_be_sleepable passed).
+func sleepableOK(name string, at AttachType, env AttachEnv) (bool, string) {
+	if at == LSM {
+		return true, "" // open: the sleepable_lsm_hooks set is not modelled yet
+	}
+	if fmodRetSleepable[env.Kernel][name] {
+		return true, ""
+	}
+	if nonSleepableErrorInject[name] {
+		return false, ""
+	}
+	if env.ErrorInjection != nil {
+		return env.ErrorInjection[name], ""
+	}
+	ok := testRunErrorInjection[env.Kernel][name] || strings.HasPrefix(name, syscallPrefix[env.Arch])
+	return ok, "no error-injection list given: judged by the syscall-prefix rule"
+}
+
+// archLimit is the arch JIT's refusal at link time (-ENOTSUPP, errno 524, no log).
+func archLimit(m *FuncModel, env AttachEnv) (errno, why string) {
+	nargs, nregs := m.NrArgs(), m.NrRegs()
+	switch {
+	case env.Arch == AMD64 && env.Kernel == Kernel61:
+		// arch/x86/net/bpf_jit_comp.c arch_prepare_bpf_trampoline (6.1): six argument registers.
+		if nargs > 6 || nregs > 6 {
+			return "ENOTSUPP", fmt.Sprintf("the 6.1 x86_64 trampoline takes at most 6 argument registers; %s needs %d", m.Name, nregs)
+		}
+	case env.Arch == AMD64:
+		// 6.12 copies stack arguments, up to MAX_BPF_FUNC_ARGS slots.
+		if nregs > MaxFuncArgs {
+			return "ENOTSUPP", fmt.Sprintf("the x86_64 trampoline takes at most %d argument slots; %s needs %d", MaxFuncArgs, m.Name, nregs)
+		}
+	case env.Arch == ARM64 && env.Kernel == Kernel61:
+		// 6.1 arm64 has no ftrace direct calls: register_fentry fails for kernel functions.
+		return "ENOTSUPP", "arm64 6.1 cannot attach trampolines to kernel functions (no ftrace direct calls); only BPF-program targets"
+	case env.Arch == ARM64:
+		// arch/arm64/net/bpf_jit_comp.c btf_func_model_nregs (6.12): registers x0-x7 only.
+		if nregs > 8 {
+			return "ENOTSUPP", fmt.Sprintf("the 6.12 arm64 trampoline takes at most 8 argument registers; %s needs %d", m.Name, nregs)
+		}
+	}
+	return "", ""
+}
+
+// CheckBPFProgTarget is archLimit for a BPF-program target on arm64 6.1, where kernel
+// functions are impossible but programs are: struct arguments and more than 8 are refused.
+func CheckBPFProgTarget(m *FuncModel, env AttachEnv) (errno, why string) {
+	if env.Arch == ARM64 && env.Kernel == Kernel61 {
+		if m.HasStructArg() {
+			return "ENOTSUPP", "the 6.1 arm64 trampoline refuses struct arguments"
+		}
+		if m.NrArgs() > 8 {
+			return "ENOTSUPP", fmt.Sprintf("the 6.1 arm64 trampoline takes at most 8 arguments; %s has %d", m.Name, m.NrArgs())
+		}
+		return "", ""
+	}
+	return archLimit(m, env)
+}

@@ -1,0 +1,101 @@
+// Command trampjit generates, runs and checks Linux BPF trampolines: see README.md.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// exitError carries an exit status: 1 for bad input or a failed check, 2 for usage.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+type command struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{
+	"model":  {"show a function's trampoline model and whether fentry/fexit/fmod_ret/lsm can attach", runModel},
+	"gen":    {"generate a trampoline image (listing, json, hex, bin)", notYet("gen")},
+	"run":    {"run a trampoline under Unicorn or natively and check what it does", notYet("run")},
+	"verify": {"check BPF programs with the verifier model", notYet("verify")},
+	"kernel": {"capture trampolines, runs and verdicts from real kernels under qemu", notYet("kernel")},
+	"diff":   {"compare generated images with a kernel corpus", notYet("diff")},
+}
+
+func notYet(name string) func([]string, io.Writer, io.Writer) error {
+	return func([]string, io.Writer, io.Writer) error {
+		return &exitError{code: 2, err: errors.New("not implemented yet")}
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: trampjit <command> [flags]\n\ncommands:\n")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-7s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "\nRun 'trampjit <command> -h' for a command's flags.\n")
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "trampjit: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	err := cmd.run(args[1:], stdout, stderr)
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if !errors.Is(err, errReported) {
+		fmt.Fprintf(stderr, "trampjit %s: %v\n", args[0], err)
+	}
+	return code
+}
+
+// errHelp means -h was given and usage printed; errReported means the command already
+// printed its own error (for example as JSON) and only the exit status is left.
+var (
+	errHelp     = errors.New("help requested")
+	errReported = errors.New("already reported")
+)
