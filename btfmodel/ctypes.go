@@ -10,18 +10,16 @@ import (
 // typedefs (spelled and chained as in vmlinux BTF, so names and sizes match the kernel's), a
 // few kernel structs commonly passed by value, and whatever the string itself defines.
 type scope struct {
-	arch     Arch
 	ints     map[string]*btf.Int
 	typedefs map[string]btf.Type
 	structs  map[string]btf.Type // "struct x" / "union x" / "enum x" -> type (Fwd until defined)
 }
 
-func newScope(arch Arch) *scope {
-	s := &scope{arch: arch, ints: map[string]*btf.Int{}, typedefs: map[string]btf.Type{}, structs: map[string]btf.Type{}}
-	charEnc := btf.Signed | btf.Char
-	if arch == ARM64 { // AAPCS64: plain char is unsigned
-		charEnc = btf.Char
-	}
+func newScope() *scope {
+	s := &scope{ints: map[string]*btf.Int{}, typedefs: map[string]btf.Type{}, structs: map[string]btf.Type{}}
+	// Linux builds with -funsigned-char since 6.2, on every architecture (and 6.1 models carry
+	// no signedness flags), so plain char is unsigned here.
+	charEnc := btf.Char
 	for _, d := range []struct {
 		name string
 		size uint32

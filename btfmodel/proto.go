@@ -15,12 +15,12 @@ import (
 // Kernel integer typedefs (u8..u64, s8..s64, __u*, __s*, size_t, loff_t, ...) and a few
 // kernel structs (kuid_t, kgid_t, sockptr_t, struct timespec64) are predefined. Errors name
 // the 1-based column.
-func ParseProto(src string, arch Arch) (*btf.Func, error) {
+func ParseProto(src string) (*btf.Func, error) {
 	toks, err := lex(src)
 	if err != nil {
 		return nil, err
 	}
-	p := &parser{toks: toks, sc: newScope(arch)}
+	p := &parser{toks: toks, sc: newScope()}
 	var fn *btf.Func
 	for p.peek().kind != tEOF {
 		if p.accept(";") {

@@ -66,7 +66,7 @@ func (t *modelTarget) resolve() (name string, id uint32, m *btfmodel.FuncModel, 
 	case t.proto != "" && (t.btfPath != "" || t.funcName != ""):
 		return "", 0, nil, nil, usageErr("give either --proto or --btf/--func, not both")
 	case t.proto != "":
-		if fn, err = btfmodel.ParseProto(t.proto, t.arch); err != nil {
+		if fn, err = btfmodel.ParseProto(t.proto); err != nil {
 			return "", 0, nil, nil, fmt.Errorf("--proto: %w", err)
 		}
 	case t.funcName == "":
