@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func trampjit(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+const btf612 = "../../testdata/btf/vmlinux-6.12-amd64.btf.xz"
+
+func TestModelProtoStruct(t *testing.T) {
+	code, out, errOut := trampjit("model", "--proto", "struct pair { u64 a; u32 b; }; int f(struct pair p, int x)",
+		"--kernel", "6.12", "--arch", "amd64", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var m modelJSON
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	// struct pair is 16 bytes (8 + 4, padded to 8): two slots, then x in the third.
+	if len(m.Args) != 2 || m.Args[0].Size != 16 || m.Args[0].Slots != 2 || m.Args[0].Flags[0] != "STRUCT_ARG" || m.NrRegs != 3 {
+		t.Errorf("model = %+v", m)
+	}
+	code, out, _ = trampjit("model", "--proto", "struct pair { u64 a; u32 b; }; int f(struct pair p, int x)", "--color", "never")
+	if code != 0 || !strings.Contains(out, "2 (ctx[0..1])") || !strings.Contains(out, "1 (ctx[2])") {
+		t.Errorf("text model (exit %d):\n%s", code, out)
+	}
+}
+
+func TestModelBTF(t *testing.T) {
+	code, out, errOut := trampjit("model", "--btf", btf612, "--func", "tcp_v4_connect", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var m modelJSON
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Prototype != "int tcp_v4_connect(struct sock *sk, struct sockaddr *uaddr, int addr_len)" || m.BTFID == 0 {
+		t.Errorf("model = %+v", m)
+	}
+	verdicts := map[string]bool{}
+	for _, v := range m.Attach {
+		verdicts[string(v.Type)] = v.OK
+	}
+	if !verdicts["fentry"] || !verdicts["fexit"] || verdicts["fmod_ret"] || verdicts["lsm"] {
+		t.Errorf("verdicts = %v", verdicts)
+	}
+}
+
+func TestModelErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"model", "--btf", btf612, "--func", "no_such_function_here"}, 1, "function no_such_function_here not found in BTF"},
+		{[]string{"model", "--btf", "/nonexistent/vmlinux", "--func", "f"}, 1, "no such file or directory"},
+		{[]string{"model", "--btf", "main.go", "--func", "f"}, 1, "not BTF"},
+		{[]string{"model", "--btf", btf612, "--func", "bpf_trace_run12"}, 1, "The function bpf_trace_run12 has 13 arguments. Too many."},
+		{[]string{"model", "--proto", "struct big { u64 a[3]; }; int f(struct big b)"}, 1, "The function f arg0 type STRUCT is unsupported."},
+		{[]string{"model", "--proto", "int f(in a)"}, 1, "proto:7: unknown type name 'in'"},
+		{[]string{"model", "--proto", "int f(void)", "--kernel", "5.15"}, 2, "unknown kernel profile"},
+		{[]string{"model", "--proto", "int f(void)", "--arch", "riscv"}, 2, "unknown architecture"},
+		{[]string{"model", "--proto", "int f(void)", "--format", "yaml"}, 2, "unknown --format"},
+		{[]string{"model"}, 2, "need --func NAME"},
+		{[]string{"model", "--proto", "int f(void)", "--btf", btf612}, 2, "either --proto or --btf"},
+		{[]string{"gen"}, 2, "not implemented yet"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+	} {
+		code, _, errOut := trampjit(c.args...)
+		if code != c.code || !strings.Contains(errOut, c.msg) {
+			t.Errorf("trampjit %v: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut, c.code, c.msg)
+		}
+	}
+}
+
+func TestModelJSONOnRejection(t *testing.T) {
+	code, out, _ := trampjit("model", "--btf", btf612, "--func", "_printk", "--format", "json")
+	var m modelJSON
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("exit %d, output not JSON: %v\n%s", code, err, out)
+	}
+	if code != 1 || m.Error != "The function _printk with variable args is unsupported." || len(m.Attach) != 4 || m.Attach[0].OK {
+		t.Errorf("exit %d, %+v", code, m)
+	}
+}
