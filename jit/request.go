@@ -43,3 +43,21 @@ type Addrs struct {
 	Progs   []ProgAddrs     `json:"progs,omitempty"`
 	Helpers map[string]Addr `json:"helpers,omitempty"`
 }
+
+// Request is a `trampjit gen` request (../shared/reference/gen-request.md): one image, fully
+// determined. It is also the unit of the kernel corpus.
+type Request struct {
+	Arch     btfmodel.Arch   `json:"arch"`
+	Kernel   btfmodel.Kernel `json:"kernel"`
+	BTF      string          `json:"btf,omitempty"`
+	Func     string          `json:"func,omitempty"`
+	Proto    string          `json:"proto,omitempty"`
+	Progs    []Prog          `json:"progs"`
+	Features Features        `json:"features,omitzero"`
+	Addrs    *Addrs          `json:"addrs,omitempty"`
+	// Flags overrides the derived BPF_TRAMP_F_* flags, as "0x6" or 6.
+	Flags *Addr `json:"flags,omitempty"`
+
+	// dir is the directory relative BTF paths are resolved against.
+	dir string
+}

@@ -1,0 +1,143 @@
+package jit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/trampjit/trampjit/btfmodel"
+)
+
+// MaxTrampLinks is BPF_MAX_TRAMP_LINKS on x86_64 and arm64: the most programs (fentry, fexit
+// and fmod_ret together) one trampoline takes; one more fails the link with E2BIG.
+const MaxTrampLinks = 38
+
+// maxRequestSize bounds a request document.
+const maxRequestSize = 16 << 20
+
+// ReadRequest reads a request file; relative BTF paths resolve against its directory.
+func ReadRequest(path string) (*Request, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	req, err := ParseRequest(f, filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return req, nil
+}
+
+// ParseRequest decodes and validates a request. Unknown fields are errors, so that a typo
+// cannot silently change an image.
+func ParseRequest(r io.Reader, dir string) (*Request, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxRequestSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxRequestSize {
+		return nil, fmt.Errorf("request larger than %d MiB", maxRequestSize>>20)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var req Request
+	if err := dec.Decode(&req); err != nil {
+		return nil, fmt.Errorf("request: %w", jsonErr(data, err))
+	}
+	if dec.More() {
+		return nil, errors.New("request: more than one JSON value")
+	}
+	req.dir = dir
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+// jsonErr adds the line and column to encoding/json's offset errors.
+func jsonErr(data []byte, err error) error {
+	var off int64 = -1
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off < 0 || off > int64(len(data)) {
+		return err
+	}
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	col := off - int64(bytes.LastIndexByte(data[:off], '\n'))
+	return fmt.Errorf("line %d column %d: %w", line, col, err)
+}
+
+// Validate checks what can be checked without BTF, with the kernel's limits.
+func (r *Request) Validate() error {
+	if _, err := btfmodel.ParseArch(string(r.Arch)); err != nil || r.Arch == "" {
+		return fmt.Errorf("request: arch %q: want amd64 or arm64", r.Arch)
+	}
+	if _, err := btfmodel.ParseKernel(string(r.Kernel)); err != nil {
+		return fmt.Errorf("request: kernel %q: want 6.1 or 6.12", r.Kernel)
+	}
+	switch {
+	case r.Proto != "" && (r.BTF != "" || r.Func != ""):
+		return errors.New("request: give either proto or btf+func, not both")
+	case r.Proto == "" && (r.BTF == "" || r.Func == ""):
+		return errors.New("request: needs btf and func, or proto")
+	}
+	if len(r.Progs) == 0 {
+		return errors.New("request: no progs: a trampoline exists only with programs attached")
+	}
+	if len(r.Progs) > MaxTrampLinks {
+		return fmt.Errorf("request: %d programs on one trampoline: the kernel allows %d (BPF_MAX_TRAMP_LINKS) and fails the link with E2BIG", len(r.Progs), MaxTrampLinks)
+	}
+	for i, p := range r.Progs {
+		if _, err := btfmodel.ParseAttachType(string(p.Kind)); err != nil {
+			return fmt.Errorf("request: progs[%d]: %w", i, err)
+		}
+	}
+	if a := r.Addrs; a != nil {
+		if len(a.Progs) != len(r.Progs) {
+			return fmt.Errorf("request: addrs.progs has %d entries for %d progs", len(a.Progs), len(r.Progs))
+		}
+		if a.Image == 0 || a.Func == 0 {
+			return errors.New("request: addrs needs at least image and func")
+		}
+	}
+	return nil
+}
+
+// BTFPath is the request's BTF file, resolved against the request's directory.
+func (r *Request) BTFPath() string {
+	if r.BTF == "" || filepath.IsAbs(r.BTF) || r.dir == "" {
+		return r.BTF
+	}
+	return filepath.Join(r.dir, r.BTF)
+}
+
+// Model loads the traced function and distils it for the request's profile.
+func (r *Request) Model() (*btfmodel.FuncModel, error) {
+	if r.Proto != "" {
+		fn, err := btfmodel.ParseProto(r.Proto)
+		if err != nil {
+			return nil, fmt.Errorf("proto: %w", err)
+		}
+		return btfmodel.Distill(fn, r.Kernel)
+	}
+	spec, err := btfmodel.LoadFile(r.BTFPath(), nil)
+	if err != nil {
+		return nil, err
+	}
+	fn, err := btfmodel.FuncByName(spec, r.Func)
+	if err != nil {
+		return nil, err
+	}
+	return btfmodel.Distill(fn, r.Kernel)
+}

@@ -1,0 +1,131 @@
+package jit
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/trampjit/trampjit/btfmodel"
+)
+
+func TestParseRequestErrors(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{`{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","progs":[{"kind":"fentry"}],"bogus":1}`, `unknown field "bogus"`},
+		{"{\"arch\":\"amd64\",\n\"kernel\": 6.12}", "line 2 column"},
+		{`{"arch":"mips","kernel":"6.12","proto":"int f(int a)","progs":[{"kind":"fentry"}]}`, `arch "mips"`},
+		{`{"arch":"amd64","kernel":"5.10","proto":"int f(int a)","progs":[{"kind":"fentry"}]}`, `kernel "5.10"`},
+		{`{"arch":"amd64","kernel":"6.12","progs":[{"kind":"fentry"}]}`, "needs btf and func, or proto"},
+		{`{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","btf":"x","progs":[{"kind":"fentry"}]}`, "not both"},
+		{`{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","progs":[]}`, "no progs"},
+		{`{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","progs":[{"kind":"kprobe"}]}`, `unknown program kind "kprobe"`},
+		{`{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","progs":[{"kind":"fentry","cookie":"0xzz"}]}`, `cookie: "0xzz" is not a 64-bit integer`},
+		{`{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","progs":[{"kind":"fentry"}],"addrs":{"image":"0x10","func":"0x20","progs":[]}}`, "addrs.progs has 0 entries for 1 progs"},
+		{`{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","progs":[` + strings.Repeat(`{"kind":"fentry"},`, 38) + `{"kind":"fexit"}]}`, "39 programs on one trampoline: the kernel allows 38 (BPF_MAX_TRAMP_LINKS) and fails the link with E2BIG"},
+		{`{"arch":"amd64"} {}`, "more than one JSON value"},
+	} {
+		_, err := ParseRequest(strings.NewReader(c.doc), "")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s:\n  got %v\n  want %q", c.doc, err, c.want)
+		}
+	}
+}
+
+func TestCookies(t *testing.T) {
+	doc := `{"arch":"arm64","kernel":"6.12","proto":"int f(int a)","progs":[
+		{"kind":"fentry","cookie":0},{"kind":"fentry","cookie":7},{"kind":"fentry","cookie":"0xffffffff"},
+		{"kind":"fentry","cookie":-1},{"kind":"fentry","cookie":"0x123456789abcdef0"},{"kind":"fentry","cookie":"-2"}]}`
+	req, err := ParseRequest(strings.NewReader(doc), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []uint64{0, 7, 0xffffffff, 0xffffffffffffffff, 0x123456789abcdef0, 0xfffffffffffffffe}
+	for i, p := range req.Progs {
+		if uint64(p.Cookie) != want[i] {
+			t.Errorf("cookie %d = %#x, want %#x", i, uint64(p.Cookie), want[i])
+		}
+	}
+}
+
+// Flags per attachment, from bpf_trampoline_update (the table in x86_64-trampoline.md §3.1).
+func TestDeriveFlags(t *testing.T) {
+	for _, c := range []struct {
+		progs []Prog
+		want  Flags
+	}{
+		{[]Prog{{Kind: Fentry}}, 0x01},
+		{[]Prog{{Kind: Fentry, FuncIP: true}}, 0x09},
+		{[]Prog{{Kind: Fentry}, {Kind: Fexit}}, 0x06},
+		{[]Prog{{Kind: Fexit, FuncIP: true}}, 0x0e},
+		{[]Prog{{Kind: ModRet}}, 0x06},
+		{[]Prog{{Kind: LSM}}, 0x06},
+	} {
+		if got := DeriveFlags(c.progs); got != c.want {
+			t.Errorf("%v: flags %#x (%v), want %#x", c.progs, uint32(got), got, uint32(c.want))
+		}
+	}
+}
+
+func TestResolveOrder(t *testing.T) {
+	doc := `{"arch":"amd64","kernel":"6.12","proto":"int f(int a, u64 b)","progs":[
+		{"kind":"fentry"},{"kind":"fexit"},{"kind":"fentry"},{"kind":"fmod_ret"},{"kind":"lsm"},{"kind":"fexit"}]}`
+	req, err := ParseRequest(strings.NewReader(doc), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := req.Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := Resolve(req, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := func(refs []ProgRef) (out []int) {
+		for _, r := range refs {
+			out = append(out, r.Index)
+		}
+		return out
+	}
+	// Newest first within each kind; the LSM program on an int function is an fmod_ret one.
+	if got := idx(tr.Fentry); len(got) != 2 || got[0] != 3 || got[1] != 1 {
+		t.Errorf("fentry order %v, want [3 1]", got)
+	}
+	if got := idx(tr.ModRet); len(got) != 2 || got[0] != 5 || got[1] != 4 {
+		t.Errorf("fmod_ret order %v, want [5 4]", got)
+	}
+	if got := idx(tr.Fexit); len(got) != 2 || got[0] != 6 || got[1] != 2 {
+		t.Errorf("fexit order %v, want [6 2]", got)
+	}
+	if tr.Flags != FlagCallOrig|FlagSkipFrame {
+		t.Errorf("flags %v", tr.Flags)
+	}
+	if tr.Fentry[0].Addr == tr.Fentry[1].Addr || tr.Image == 0 || tr.Helpers["__bpf_prog_enter_recur"] == 0 {
+		t.Errorf("synthetic addresses missing: %+v", tr)
+	}
+	// LSM on a void hook joins the fexit list.
+	void := &btfmodel.FuncModel{Name: "bpf_lsm_task_free", Args: []btfmodel.Arg{{Size: 8}}}
+	req.Progs = []Prog{{Kind: LSM}}
+	req.Addrs = nil
+	tr, err = Resolve(req, void)
+	if err != nil || len(tr.Fexit) != 1 || len(tr.ModRet) != 0 {
+		t.Errorf("LSM on void hook: %+v %v", tr, err)
+	}
+}
+
+func TestEnterExit(t *testing.T) {
+	for _, c := range []struct {
+		k           btfmodel.Kernel
+		p           Prog
+		enter, exit string
+	}{
+		{btfmodel.Kernel612, Prog{Kind: Fentry}, "__bpf_prog_enter_recur", "__bpf_prog_exit_recur"},
+		{btfmodel.Kernel612, Prog{Kind: Fexit, Sleepable: true}, "__bpf_prog_enter_sleepable_recur", "__bpf_prog_exit_sleepable_recur"},
+		{btfmodel.Kernel612, Prog{Kind: LSM}, "__bpf_prog_enter", "__bpf_prog_exit"},
+		{btfmodel.Kernel612, Prog{Kind: LSM, Sleepable: true}, "__bpf_prog_enter_sleepable", "__bpf_prog_exit_sleepable"},
+		{btfmodel.Kernel61, Prog{Kind: Fentry}, "__bpf_prog_enter", "__bpf_prog_exit"},
+		{btfmodel.Kernel61, Prog{Kind: ModRet, Sleepable: true}, "__bpf_prog_enter_sleepable", "__bpf_prog_exit_sleepable"},
+	} {
+		if e, x := EnterExit(c.k, c.p); e != c.enter || x != c.exit {
+			t.Errorf("%s %+v: %s/%s, want %s/%s", c.k, c.p, e, x, c.enter, c.exit)
+		}
+	}
+}
