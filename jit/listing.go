@@ -1,0 +1,214 @@
+package jit
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Inst is one decoded instruction, as an architecture's disassembler gives it.
+type Inst struct {
+	Len  int
+	Text string // assembly text, addresses as 0x... hex
+}
+
+// Disassembler decodes one instruction at pc; architecture packages implement it with
+// golang.org/x/arch.
+type Disassembler interface {
+	Decode(code []byte, pc uint64) (Inst, error)
+}
+
+// Line is one listing row: offset, bytes, disassembly with symbols, and the section.
+type Line struct {
+	Offset  int    `json:"offset"`
+	Bytes   string `json:"bytes"` // hex, in memory order
+	Asm     string `json:"asm"`
+	Section string `json:"section"`
+	Comment string `json:"comment,omitempty"` // relocations: "= prog#1", "-> __bpf_prog_enter_recur"
+}
+
+// Symbols names the addresses a trampoline refers to, for listings.
+func (t *Tramp) Symbols() map[uint64]string {
+	s := map[uint64]string{}
+	add := func(a uint64, name string) {
+		if a != 0 {
+			if _, dup := s[a]; !dup {
+				s[a] = name
+			}
+		}
+	}
+	add(t.Image, "image")
+	add(t.Func, "func")
+	add(t.IM, "im")
+	for _, list := range [][]ProgRef{t.Fentry, t.ModRet, t.Fexit} {
+		for _, p := range list {
+			add(p.Addr, "prog#"+strconv.Itoa(p.Index))
+			add(p.BPFFunc, "bpf_func#"+strconv.Itoa(p.Index))
+		}
+	}
+	names := make([]string, 0, len(t.Helpers))
+	for n := range t.Helpers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		add(t.Helpers[n], n)
+	}
+	return s
+}
+
+// BuildListing decodes img and annotates each instruction with its section, the symbols of
+// the addresses it mentions, and the relocations that start inside it.
+func BuildListing(img *Image, dis Disassembler, syms map[uint64]string) ([]Line, error) {
+	var lines []Line
+	for off := 0; off < len(img.Code); {
+		inst, err := dis.Decode(img.Code[off:], img.Base+uint64(off))
+		if err != nil || inst.Len <= 0 {
+			return lines, fmt.Errorf("offset %#x: cannot decode % x: %v", off, img.Code[off:min(off+8, len(img.Code))], err)
+		}
+		end := min(off+inst.Len, len(img.Code))
+		ln := Line{Offset: off, Bytes: fmt.Sprintf("%x", img.Code[off:end]), Asm: symbolize(inst.Text, img.Base, syms), Section: sectionAt(img, off)}
+		var notes []string
+		for _, r := range img.Relocs {
+			if r.Offset >= off && r.Offset < end {
+				notes = append(notes, r.Symbol)
+			}
+		}
+		if len(notes) > 0 && !mentionsAll(ln.Asm, notes) {
+			ln.Comment = "= " + strings.Join(notes, ", ")
+		}
+		lines = append(lines, ln)
+		off = end
+	}
+	return lines, nil
+}
+
+func mentionsAll(asm string, names []string) bool {
+	for _, n := range names {
+		if !strings.Contains(asm, n) {
+			return false
+		}
+	}
+	return true
+}
+
+func sectionAt(img *Image, off int) string {
+	name := ""
+	for _, s := range img.Sections {
+		if off >= s.Start && off < s.End {
+			name = s.Name // later (inner) sections win
+		}
+	}
+	return name
+}
+
+// symbolize replaces hex numbers in asm that are known addresses (or offsets into the image)
+// by their names: "call 0xffffffff81100100" becomes "call __bpf_prog_enter_recur".
+func symbolize(asm string, base uint64, syms map[uint64]string) string {
+	var b strings.Builder
+	for i := 0; i < len(asm); {
+		j := strings.Index(asm[i:], "0x")
+		if j < 0 {
+			b.WriteString(asm[i:])
+			break
+		}
+		j += i
+		k := j + 2
+		for k < len(asm) && isHex(asm[k]) {
+			k++
+		}
+		b.WriteString(asm[i:j])
+		tok := asm[j:k]
+		neg := j > 0 && asm[j-1] == '-'
+		v, err := strconv.ParseUint(tok[2:], 16, 64)
+		if err == nil && neg {
+			v = -v
+		}
+		switch name, ok := syms[v]; {
+		case err == nil && ok:
+			if neg {
+				s := b.String()
+				b.Reset()
+				b.WriteString(s[:len(s)-1])
+			}
+			b.WriteString(name)
+		case err == nil && !neg && base != 0 && v > base && v < base+1<<16:
+			fmt.Fprintf(&b, "image+%#x", v-base)
+		default:
+			b.WriteString(tok)
+		}
+		i = k
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// Palette colors listing fields on a terminal; the zero value prints plain text.
+type Palette struct{ On bool }
+
+func (p Palette) c(code, s string) string {
+	if !p.On || s == "" {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+// WriteListing prints lines as an annotated table: offset, bytes, disassembly, section. A
+// section name is printed where it starts, so the trampoline's layout reads at a glance.
+func WriteListing(w io.Writer, lines []Line, p Palette) error {
+	width := 0
+	for _, l := range lines {
+		width = max(width, len(l.Bytes)+len(l.Bytes)/2)
+	}
+	prev := "\x00"
+	for _, l := range lines {
+		bytes := spaced(l.Bytes)
+		asm := l.Asm
+		if l.Comment != "" {
+			asm += "  " + p.c("2", "; "+l.Comment)
+		}
+		sec := ""
+		if l.Section != prev {
+			sec = p.c("36", "<"+l.Section+">")
+			prev = l.Section
+		}
+		pad := strings.Repeat(" ", max(0, 44-visibleLen(asm)))
+		fill := strings.Repeat(" ", max(0, width-len(bytes)))
+		if _, err := fmt.Fprintf(w, "%5x:  %s%s  %s%s %s\n", l.Offset, p.c("2", bytes), fill, asm, pad, sec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// spaced writes hex bytes two digits at a time: "4889e5" -> "48 89 e5".
+func spaced(h string) string {
+	var b strings.Builder
+	for i := 0; i < len(h); i += 2 {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(h[i:min(i+2, len(h))])
+	}
+	return b.String()
+}
+
+func visibleLen(s string) int {
+	n, esc := 0, false
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == 0x1b:
+			esc = true
+		case esc && s[i] == 'm':
+			esc = false
+		case !esc:
+			n++
+		}
+	}
+	return n
+}
