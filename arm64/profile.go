@@ -1,0 +1,70 @@
+package arm64
+
+import (
+	"fmt"
+
+	"github.com/trampjit/trampjit/btfmodel"
+)
+
+// Profile is what differs in arm64 prepare_trampoline between the modelled kernels
+// (spec §9.1: 6.1.20 against 6.12.19).
+type Profile struct {
+	Kernel btfmodel.Kernel
+
+	// DirectCalls: a call within ±128 MiB of its final pc is a single bl (6.12,
+	// should_emit_indirect_call); otherwise every call is movn/movk/movk x10; blr x10.
+	DirectCalls bool
+	// IMMovImm64: im is loaded with the variable-length emit_a64_mov_i64 and the
+	// sizing pass reserves 4 slots (6.12); else the fixed 3-insn emit_addr_mov_i64.
+	IMMovImm64 bool
+	// RetToOrig: the original is called as adr x30, #8; ret x10 (6.12, the v6.4 BTI
+	// fix); else blr x10.
+	RetToOrig bool
+	// MovX20FirstThenCBZ: invoke_bpf_prog saves the enter result to x20 before the
+	// cbz (6.12, "Fix incorrect runtime stats"); 6.1.20 has the nop/cbz first.
+	MovX20FirstThenCBZ bool
+	// StructArgs: struct-by-value arguments are accepted and the slot count is
+	// registers (6.5+); 6.1 refuses any STRUCT_ARG with -ENOTSUPP.
+	StructArgs bool
+	// KernelFuncTargets: kernel functions can be traced (ftrace direct calls, 6.4+);
+	// 6.1 only attaches to BPF-program targets.
+	KernelFuncTargets bool
+	// PackAlloc: the image is a bpf_prog_pack chunk sized by a separate sizing pass,
+	// over PAGE_SIZE is -E2BIG (6.12); 6.1 writes into a whole page, -EFBIG.
+	PackAlloc bool
+}
+
+// PageSize is the arm64 PAGE_SIZE the modelled kernels use.
+// open: 4K as in Debian's arm64 config; 16K/64K-page kernels allow larger trampolines.
+const PageSize = 4096
+
+// MaxRegArgs is the number of argument registers a 6.1/6.12 trampoline saves.
+const MaxRegArgs = 8
+
+// MaxLinks is BPF_MAX_TRAMP_LINKS on arm64, summed over all kinds.
+const MaxLinks = 38
+
+var profiles = map[btfmodel.Kernel]Profile{
+	// open: 6.1 is modelled at 6.1.20. Later 6.1.y stable releases took the im-load
+	// fix and probably the runtime-stats and BTI fixes (spec §9.1); none is captured.
+	btfmodel.Kernel61: {Kernel: btfmodel.Kernel61},
+	btfmodel.Kernel612: {
+		Kernel:             btfmodel.Kernel612,
+		DirectCalls:        true,
+		IMMovImm64:         true,
+		RetToOrig:          true,
+		MovX20FirstThenCBZ: true,
+		StructArgs:         true,
+		KernelFuncTargets:  true,
+		PackAlloc:          true,
+	},
+}
+
+// ProfileFor returns the profile of a kernel.
+func ProfileFor(k btfmodel.Kernel) (Profile, error) {
+	p, ok := profiles[k]
+	if !ok {
+		return Profile{}, fmt.Errorf("arm64: no profile for kernel %q", k)
+	}
+	return p, nil
+}

@@ -1,0 +1,397 @@
+package arm64
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+
+	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/jit"
+)
+
+// Backend emits arm64 trampolines like prepare_trampoline in
+// arch/arm64/net/bpf_jit_comp.c.
+type Backend struct {
+	// ProgTarget says the traced function is a BPF program (fentry/fexit/fmod_ret
+	// on a prog), not a kernel function. Only 6.1 cares: it cannot attach to kernel
+	// functions. It belongs in jit.Tramp.
+	ProgTarget bool
+}
+
+var _ jit.Backend = Backend{}
+
+// Arch is arm64.
+func (Backend) Arch() btfmodel.Arch { return btfmodel.ARM64 }
+
+// Errno is a kernel error number an attach fails with.
+type Errno int
+
+const (
+	E2BIG    Errno = 7
+	EINVAL   Errno = 22
+	EFBIG    Errno = 27
+	ENOTSUPP Errno = 524
+)
+
+var errnoNames = map[Errno]string{E2BIG: "E2BIG", EINVAL: "EINVAL", EFBIG: "EFBIG", ENOTSUPP: "ENOTSUPP"}
+
+func (e Errno) Error() string {
+	if n, ok := errnoNames[e]; ok {
+		return n
+	}
+	return fmt.Sprintf("errno %d", int(e))
+}
+
+// RejectError is a request the kernel refuses, with its errno; errors.Is matches
+// the Errno.
+type RejectError struct {
+	Errno  Errno
+	Reason string
+}
+
+func (e *RejectError) Error() string {
+	return fmt.Sprintf("%s (the kernel returns -%s, %d)", e.Reason, e.Errno, -int(e.Errno))
+}
+
+func (e *RejectError) Unwrap() error { return e.Errno }
+
+func reject(errno Errno, reason string) error { return &RejectError{Errno: errno, Reason: reason} }
+
+// Generate emits t's image: a sizing pass that reserves the worst case for every call
+// and im load, then the emission pass at t.Image (spec §1, §5).
+func (b Backend) Generate(t *jit.Tramp) (*jit.Image, error) {
+	g, err := b.prepare(t)
+	if err != nil {
+		return nil, err
+	}
+	words := g.run(false)
+	for i, w := range words {
+		if w == Fault { // validate_code
+			return nil, reject(EINVAL, fmt.Sprintf("instruction %d (offset %#x) could not be encoded", i, 4*i))
+		}
+	}
+	if !g.p.KernelFuncTargets && !b.ProgTarget {
+		// register_fentry: the function is an ftrace site but tr->fops is NULL.
+		return nil, reject(ENOTSUPP, fmt.Sprintf("%s arm64 cannot attach to kernel function %s (no ftrace direct calls before 6.4); only BPF-program targets", t.Kernel, t.Model.Name))
+	}
+	code := make([]byte, 4*len(words))
+	for i, w := range words {
+		binary.LittleEndian.PutUint32(code[4*i:], w)
+	}
+	return &jit.Image{
+		Arch:     string(btfmodel.ARM64),
+		Kernel:   string(t.Kernel),
+		Base:     t.Image,
+		Flags:    t.Flags,
+		Code:     code,
+		Sections: g.secs,
+		Relocs:   g.relocs,
+	}, nil
+}
+
+// Size is the bytes the kernel allocates for t: the sizing pass (6.12,
+// arch_bpf_trampoline_size) or the whole page (6.1). The image is Generate's code
+// followed by brk #0x100 up to Size.
+func (b Backend) Size(t *jit.Tramp) (int, error) {
+	g, err := b.prepare(t)
+	if err != nil {
+		return 0, err
+	}
+	if !g.p.PackAlloc {
+		return PageSize, nil
+	}
+	return g.size, nil
+}
+
+// gen is one trampoline's resolved inputs plus the state of the pass being run.
+type gen struct {
+	p    Profile
+	t    *jit.Tramp
+	l    StackLayout
+	size int // sizing-pass bytes
+
+	trampEnter, trampEx uint64
+
+	sizing bool
+	code   []uint32
+	secs   []jit.Section
+	relocs []jit.Reloc
+	sec    string
+	secAt  int
+}
+
+// prepare checks t, computes the frame, resolves helpers and runs the sizing pass.
+func (b Backend) prepare(t *jit.Tramp) (*gen, error) {
+	if t.Arch != "" && t.Arch != btfmodel.ARM64 {
+		return nil, fmt.Errorf("arm64 backend given a %s trampoline", t.Arch)
+	}
+	if t.Model == nil {
+		return nil, fmt.Errorf("arm64: trampoline has no function model")
+	}
+	p, err := ProfileFor(t.Kernel)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(t.Fentry) + len(t.ModRet) + len(t.Fexit); n > MaxLinks {
+		// __bpf_trampoline_link_prog, generic code; checked here too so a hand-built
+		// Tramp cannot go past it.
+		return nil, reject(E2BIG, fmt.Sprintf("%d programs on one trampoline, at most %d", n, MaxLinks))
+	}
+	g := &gen{p: p, t: t}
+	if g.l, err = Layout(p, t.Model, t.Flags); err != nil {
+		return nil, err
+	}
+	for _, list := range [][]jit.ProgRef{t.Fentry, t.ModRet, t.Fexit} {
+		for _, pr := range list {
+			en, ex := jit.EnterExit(t.Kernel, pr.Prog)
+			if _, err := t.Helper(en); err != nil {
+				return nil, err
+			}
+			if _, err := t.Helper(ex); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if t.Flags&jit.FlagCallOrig != 0 {
+		if g.trampEnter, err = t.Helper(jit.HelperTrampEnter); err != nil {
+			return nil, err
+		}
+		if g.trampEx, err = t.Helper(jit.HelperTrampExit); err != nil {
+			return nil, err
+		}
+	}
+	g.size = 4 * len(g.run(true))
+	if g.size > PageSize {
+		if p.PackAlloc { // bpf_trampoline_update after arch_bpf_trampoline_size
+			return nil, reject(E2BIG, fmt.Sprintf("trampoline needs %d bytes, more than a %d-byte page", g.size, PageSize))
+		}
+		return nil, reject(EFBIG, fmt.Sprintf("trampoline needs %d bytes, more than a %d-byte page", g.size, PageSize))
+	}
+	return g, nil
+}
+
+// run is one pass of prepare_trampoline. The sizing pass knows no image address:
+// every call is indirect and every im load is reserved as 4 instructions.
+func (g *gen) run(sizing bool) []uint32 {
+	g.sizing = sizing
+	nprogs := len(g.t.Fentry) + len(g.t.ModRet) + len(g.t.Fexit)
+	if sizing {
+		g.code = make([]uint32, 0, 64+32*nprogs)
+		g.relocs, g.secs = nil, nil
+	} else {
+		g.code = make([]uint32, 0, g.size/4)
+		g.relocs = make([]jit.Reloc, 0, 4+4*nprogs)
+		g.secs = make([]jit.Section, 0, 9+nprogs)
+	}
+	g.sec = ""
+	t, l, f := g.t, g.l, g.t.Flags
+
+	g.open(jit.SecPrologue)
+	if t.Features.IBT {
+		g.emit(BTIJC) // reached by bl, br (ftrace_caller, PLT) or blr
+	}
+	g.emit(PUSH(FP, X9), MOV(FP, SP)) // frame 1: x9 = parent LR
+	g.emit(PUSH(FP, LR), MOV(FP, SP)) // frame 2: x30 = patched function
+	g.emit(SUBI(true, SP, SP, l.StackSize))
+
+	if l.HasIP {
+		g.open(jit.SecIP)
+		g.addrMov(TMP, t.Func, "func")
+		g.emit(STR(TMP, SP, l.IP))
+	}
+	g.open(jit.SecNrArgs)
+	g.emit(MOVZ(true, TMP, uint16(l.NRegs), 0), STR(TMP, SP, l.NRegsOff))
+	g.open(jit.SecArgSpill)
+	for i := 0; i < l.NRegs; i++ {
+		g.emit(STR(Reg(i), SP, l.ArgOff(i)))
+	}
+	g.emit(STR(X19, SP, l.Regs), STR(X20, SP, l.Regs+8)) // callee-saved, used below
+
+	if f&jit.FlagCallOrig != 0 {
+		g.open(jit.SecTrampEnter)
+		g.loadIM()
+		g.call(g.trampEnter, jit.HelperTrampEnter)
+	}
+	for _, pr := range t.Fentry {
+		g.open(secName(pr.Index, 0))
+		g.invoke(pr, f&jit.FlagRetFentryRet != 0)
+	}
+
+	var fix []int // invoke_bpf_mod_ret's branches, patched to cbnz below
+	for i, pr := range t.ModRet {
+		g.open(secName(pr.Index, 1))
+		if i == 0 {
+			g.emit(STR(XZR, SP, l.Retval)) // zeroed once for all fmod_ret programs
+		}
+		g.invoke(pr, true)
+		g.emit(LDR(TMP, SP, l.Retval))
+		fix = append(fix, len(g.code))
+		g.emit(NOP)
+	}
+
+	if f&jit.FlagCallOrig != 0 {
+		g.open(jit.SecCallOrig)
+		for i := 0; i < l.NRegs; i++ {
+			g.emit(LDR(Reg(i), SP, l.ArgOff(i)))
+		}
+		g.emit(LDR(TMP, SP, l.RetAddr))
+		if g.p.RetToOrig {
+			g.emit(ADR(LR, 8), RET(TMP)) // ret, not blr: no BTI landing pad at R
+		} else {
+			g.emit(BLR(TMP))
+		}
+		g.open(jit.SecRetval)
+		g.emit(STR(X0, SP, l.Retval))
+		g.emit(NOP) // im->ip_after_call, patched to b ip_epilogue on teardown
+	}
+	if !sizing {
+		for _, b := range fix {
+			g.code[b] = CBNZ(true, TMP, int64(4*(len(g.code)-b)))
+		}
+	}
+
+	for _, pr := range t.Fexit {
+		g.open(secName(pr.Index, 2))
+		g.invoke(pr, false)
+	}
+	if f&jit.FlagCallOrig != 0 {
+		g.open(jit.SecTrampExit) // im->ip_epilogue
+		g.loadIM()
+		g.call(g.trampEx, jit.HelperTrampExit)
+	}
+
+	g.open(jit.SecEpilogue)
+	if f&jit.FlagRestoreRegs != 0 {
+		for i := 0; i < l.NRegs; i++ {
+			g.emit(LDR(Reg(i), SP, l.ArgOff(i)))
+		}
+	}
+	g.emit(LDR(X19, SP, l.Regs), LDR(X20, SP, l.Regs+8))
+	if l.SaveRet {
+		g.emit(LDR(X0, SP, l.Retval))
+	}
+	g.emit(MOV(SP, FP), POP(FP, LR), POP(FP, X9))
+	if f&jit.FlagSkipFrame != 0 {
+		g.emit(MOV(LR, X9), RET(X9)) // straight back to the parent
+	} else {
+		g.emit(MOV(TMP, LR), MOV(LR, X9), RET(TMP)) // into the patched function
+	}
+	g.open("")
+	return g.code
+}
+
+// invoke is invoke_bpf_prog: cookie into run_ctx, enter, the program unless enter
+// returned 0, exit.
+func (g *gen) invoke(pr jit.ProgRef, saveRet bool) {
+	l := g.l
+	if pr.Cookie == 0 {
+		g.emit(STR(XZR, SP, l.RunCtx))
+	} else {
+		g.code = AppendMovImm64(g.code, TMP, uint64(pr.Cookie)) // not an address
+		g.emit(STR(TMP, SP, l.RunCtx))
+	}
+	g.addrMov(X19, pr.Addr, progSym(pr.Index, 0))
+	g.emit(MOV(X0, X19), ADDI(true, X1, SP, l.RunCtx))
+	enter, exit := jit.EnterExit(g.t.Kernel, pr.Prog) // helpers checked in prepare
+	g.call(g.t.Helpers[enter], enter)
+	var branch int
+	if g.p.MovX20FirstThenCBZ {
+		g.emit(MOV(X20, X0))
+		branch = len(g.code)
+		g.emit(NOP)
+	} else {
+		branch = len(g.code)
+		g.emit(NOP, MOV(X20, X0))
+	}
+	g.emit(ADDI(true, X0, SP, l.Args))
+	// open: programs are assumed JITed; the interpreter case (insnsi into x1)
+	// cannot happen with BPF_JIT_ALWAYS_ON and jit.ProgRef cannot express it.
+	g.call(pr.BPFFunc, progSym(pr.Index, 1))
+	if saveRet {
+		g.emit(STR(X0, SP, l.Retval))
+	}
+	if !g.sizing {
+		g.code[branch] = CBZ(true, X0, int64(4*(len(g.code)-branch))) // skip to exit
+	}
+	g.emit(MOV(X0, X19), MOV(X1, X20), ADDI(true, X2, SP, l.RunCtx))
+	g.call(g.t.Helpers[exit], exit)
+}
+
+// loadIM puts im in x0 for __bpf_tramp_enter/exit.
+func (g *gen) loadIM() {
+	switch {
+	case !g.p.IMMovImm64:
+		g.addrMov(X0, g.t.IM, "im")
+	case g.sizing:
+		g.emit(NOP, NOP, NOP, NOP) // worst case reserved
+	default:
+		g.reloc(jit.RelocImm64, "im")
+		g.code = AppendMovImm64(g.code, X0, g.t.IM)
+	}
+}
+
+// call is emit_call: bl when the profile allows it and the target is within
+// ±128 MiB of this instruction's final address, else an absolute blr x10.
+func (g *gen) call(target uint64, sym string) {
+	pc := g.t.Image + uint64(4*len(g.code))
+	off := int64(target - pc)
+	if g.p.DirectCalls && !g.sizing && target != 0 && off >= -sz128M && off < sz128M {
+		g.reloc(jit.RelocBranch, sym)
+		g.emit(BL(off))
+		return
+	}
+	g.addrMov(TMP, target, sym)
+	g.emit(BLR(TMP))
+}
+
+func (g *gen) addrMov(rd Reg, v uint64, sym string) {
+	g.reloc(jit.RelocImm64, sym)
+	g.code = AppendAddrMov(g.code, rd, v)
+}
+
+func (g *gen) emit(ws ...uint32) { g.code = append(g.code, ws...) }
+
+func (g *gen) reloc(kind jit.RelocKind, sym string) {
+	if !g.sizing {
+		g.relocs = append(g.relocs, jit.Reloc{Offset: 4 * len(g.code), Kind: kind, Symbol: sym})
+	}
+}
+
+// open ends the current section at the current offset and starts name ("" ends).
+func (g *gen) open(name string) {
+	at := 4 * len(g.code)
+	if g.sec != "" && at > g.secAt && !g.sizing {
+		g.secs = append(g.secs, jit.Section{Name: g.sec, Start: g.secAt, End: at})
+	}
+	g.sec, g.secAt = name, at
+}
+
+// Names per program index, cached for the first MaxLinks indexes: Generate runs on
+// every request and the names are the same every time.
+var (
+	secNames [MaxLinks + 1][3]string
+	progSyms [MaxLinks + 1][2]string
+)
+
+func init() {
+	for i := range secNames {
+		secNames[i] = [3]string{jit.SecProg(i), jit.SecModRet(i), jit.SecFexit(i)}
+		progSyms[i] = [2]string{"prog#" + strconv.Itoa(i), "bpf_func#" + strconv.Itoa(i)}
+	}
+}
+
+// secName is the section of program n: kind 0 fentry, 1 fmod_ret, 2 fexit.
+func secName(n, kind int) string {
+	if n >= 0 && n <= MaxLinks {
+		return secNames[n][kind]
+	}
+	return [3]func(int) string{jit.SecProg, jit.SecModRet, jit.SecFexit}[kind](n)
+}
+
+// progSym is "prog#n" (kind 0) or "bpf_func#n" (kind 1).
+func progSym(n, kind int) string {
+	if n >= 0 && n <= MaxLinks {
+		return progSyms[n][kind]
+	}
+	return [2]string{"prog#", "bpf_func#"}[kind] + strconv.Itoa(n)
+}
