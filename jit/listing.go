@@ -179,7 +179,8 @@ func WriteListing(w io.Writer, lines []Line, p Palette) error {
 		}
 		pad := strings.Repeat(" ", max(0, 44-visibleLen(asm)))
 		fill := strings.Repeat(" ", max(0, width-len(bytes)))
-		if _, err := fmt.Fprintf(w, "%5x:  %s%s  %s%s %s\n", l.Offset, p.c("2", bytes), fill, asm, pad, sec); err != nil {
+		line := fmt.Sprintf("%5x:  %s%s  %s%s %s", l.Offset, p.c("2", bytes), fill, asm, pad, sec)
+		if _, err := fmt.Fprintln(w, strings.TrimRight(line, " ")); err != nil {
 			return err
 		}
 	}
@@ -211,4 +212,48 @@ func visibleLen(s string) int {
 		}
 	}
 	return n
+}
+
+// Describe is the one-line summary a listing starts with.
+func Describe(t *Tramp, img *Image) string {
+	var progs []string
+	for _, l := range [][]ProgRef{t.Fentry, t.ModRet, t.Fexit} {
+		for _, p := range l {
+			s := string(p.Kind) + "#" + strconv.Itoa(p.Index)
+			if p.Sleepable {
+				s += " sleepable"
+			}
+			if p.Cookie != 0 {
+				s += fmt.Sprintf(" cookie=%#x", uint64(p.Cookie))
+			}
+			if p.FuncIP {
+				s += " func_ip"
+			}
+			progs = append(progs, s)
+		}
+	}
+	feat := ""
+	if t.Features.IBT {
+		feat += " +ibt"
+	}
+	if t.Features.Rethunk {
+		feat += " +rethunk"
+	}
+	if t.Features.CallDepth {
+		feat += " +call_depth"
+	}
+	return fmt.Sprintf("%s %s%s: %s; progs in emission order: %s; flags %#x (%v); %d bytes at %#x",
+		t.Arch, t.Kernel, feat, t.Model.Prototype(), strings.Join(progs, ", "), uint32(img.Flags), img.Flags, len(img.Code), img.Base)
+}
+
+// WriteImage prints the summary line and the annotated listing of img.
+func WriteImage(w io.Writer, t *Tramp, img *Image, dis Disassembler, p Palette) error {
+	lines, err := BuildListing(img, dis, t.Symbols())
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(w, p.c("2", "# "+Describe(t, img))); err != nil {
+		return err
+	}
+	return WriteListing(w, lines, p)
 }
