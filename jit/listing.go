@@ -136,12 +136,25 @@ func symbolize(asm string, base uint64, syms map[uint64]string) string {
 			b.WriteString(name)
 		case err == nil && !neg && base != 0 && v > base && v < base+1<<16:
 			fmt.Fprintf(&b, "image+%#x", v-base)
+		case err == nil && !neg && near(syms, v) != "":
+			b.WriteString(near(syms, v))
 		default:
 			b.WriteString(tok)
 		}
 		i = k
 	}
 	return b.String()
+}
+
+// near names an address just past the traced function's entry ("func+0x9": the original's
+// body after the patched call).
+func near(syms map[uint64]string, v uint64) string {
+	for d := uint64(1); d < 32; d++ {
+		if syms[v-d] == "func" {
+			return fmt.Sprintf("func+%#x", d)
+		}
+	}
+	return ""
 }
 
 func isHex(c byte) bool {

@@ -1,0 +1,113 @@
+package amd64
+
+import (
+	"fmt"
+
+	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/jit"
+)
+
+// ArgLoc is where the traced function receives one argument (SysV placement as the JIT
+// assumes it: an argument goes wholly into registers if they can hold it, else wholly on
+// the caller's stack, without consuming registers).
+type ArgLoc struct {
+	Slots int // 8-byte slots: 1, or 2 for a 9..16-byte struct
+	Reg   int // index into rdi, rsi, rdx, rcx, r8, r9 of its first slot; -1 when on the stack
+	Stack int // index of its first caller stack slot ([rbp+0x18+8*Stack]) when Reg < 0
+}
+
+// StackLayout is the trampoline frame for one model, flag set and profile. Offsets are
+// positive: the slot lives at rbp-Off.
+type StackLayout struct {
+	NrArgs     int  // C parameters
+	NrRegs     int  // 8-byte argument slots (struct-expanded), stored at ctx-8
+	UsedRegs   int  // slots passed in registers (get_nr_used_regs)
+	StackSlots int  // slots passed on the caller's stack
+	SaveRet    bool // CALL_ORIG or RET_FENTRY_RET: return value slot at rbp-8
+	RegsOff    int  // ctx[0]; ctx[k] is at rbp-RegsOff+8k
+	NregsOff   int  // slot count
+	IPOff      int  // traced function's address, with IP_ARG
+	RBXOff     int  // saved rbx: a frame slot (6.12) or where `push rbx` lands (6.1)
+	RunCtxOff  int  // struct bpf_tramp_run_ctx; the cookie is its first word
+	// ArgStackOff is the outgoing stack-argument area for the original call (6.12, >6 slots,
+	// CALL_ORIG): slot j at rbp-ArgStackOff+8j, which is rsp. Equal to StackSize otherwise.
+	ArgStackOff int
+	StackSize   int // the `sub rsp` immediate
+	TailCallOff int // where `push rax` lands with TAIL_CALL_CTX, 0 otherwise
+	Args        [btfmodel.MaxFuncArgs]ArgLoc
+}
+
+// Layout computes the frame the kernel's x86 JIT builds for m under flags on kernel k, or
+// the JIT's -ENOTSUPP when the model has more argument slots than the profile supports.
+func Layout(m *btfmodel.FuncModel, flags jit.Flags, k btfmodel.Kernel) (StackLayout, error) {
+	p, err := profileFor(k)
+	if err != nil {
+		return StackLayout{}, err
+	}
+	var l StackLayout
+	err = l.compute(m, flags, p)
+	return l, err
+}
+
+// compute fills l; it follows the stack_size arithmetic at the top of
+// __arch_prepare_bpf_trampoline (6.12) / arch_prepare_bpf_trampoline (6.1).
+func (l *StackLayout) compute(m *btfmodel.FuncModel, flags jit.Flags, p *profile) error {
+	*l = StackLayout{NrArgs: len(m.Args)}
+	for _, a := range m.Args {
+		l.NrRegs += a.Slots()
+	}
+	if l.NrRegs > p.maxRegs || l.NrArgs > p.maxRegs {
+		return fmt.Errorf("%s: %d argument slots, x86-64 on %s supports up to %d: %w",
+			m.Name, l.NrRegs, p.kernel, p.maxRegs, ErrNotSupported)
+	}
+	// Placement walk (save_args / get_nr_used_regs).
+	used, stack := 0, 0
+	for i, a := range m.Args {
+		k := a.Slots()
+		if used+k <= maxRegSlots {
+			l.Args[i] = ArgLoc{Slots: k, Reg: used}
+			used += k
+		} else {
+			l.Args[i] = ArgLoc{Slots: k, Reg: -1, Stack: stack}
+			stack += k
+		}
+	}
+	l.UsedRegs, l.StackSlots = used, stack
+
+	s := 0
+	if flags&(jit.FlagCallOrig|jit.FlagRetFentryRet) != 0 {
+		l.SaveRet = true
+		s += 8
+	}
+	s += 8 * l.NrRegs
+	l.RegsOff = s
+	s += 8
+	l.NregsOff = s
+	if flags&jit.FlagIPArg != 0 {
+		s += 8
+	}
+	l.IPOff = s
+	if p.rbxInFrame {
+		s += 8
+		l.RBXOff = s
+	}
+	s += 16 // struct bpf_tramp_run_ctx
+	l.RunCtxOff = s
+	if p.stackArgs && l.NrRegs > maxRegSlots && flags&jit.FlagCallOrig != 0 {
+		s += 8 * l.StackSlots
+		if s%16 == 0 { // rsp 16-aligned at the original call
+			s += 8
+		}
+	}
+	l.ArgStackOff = s
+	l.StackSize = s
+	below := s // pushes after `sub rsp`
+	if flags&jit.FlagTailCallCtx != 0 {
+		below += 8
+		l.TailCallOff = below
+	}
+	if !p.rbxInFrame {
+		l.RBXOff = below + 8
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package amd64
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/jit"
+)
+
+// The kernel's errors for requests the x86 JIT refuses. ENOTSUPP is the kernel-internal 524,
+// not the userspace EOPNOTSUPP.
+var (
+	ErrNotSupported = errors.New("operation not supported (-ENOTSUPP)")
+	ErrInvalid      = errors.New("invalid argument (-EINVAL)")
+	ErrFault        = errors.New("bad address (-EFAULT)")
+)
+
+// Symbols the x86 trampoline may embed besides the enter/exit helpers.
+const (
+	// SymReturnThunk names the return thunk emit_return jumps to with Features.Rethunk. 6.12
+	// jumps to whatever x86_return_thunk points at (chosen at boot: __x86_return_thunk,
+	// srso_return_thunk, its_return_thunk, ...); give that thunk's address under this name.
+	SymReturnThunk = "__x86_return_thunk"
+	// SymCallDepth is the address of the per-CPU call-depth counter the accounting template
+	// shifts (6.12: pcpu_hot + X86_call_depth; later kernels name it __x86_call_depth).
+	// open: without it in Tramp.Helpers the template's displacement is computed against 0.
+	SymCallDepth = "__x86_call_depth"
+)
+
+const (
+	pageSize    = 4096
+	insnSafety  = 64 // BPF_INSN_SAFETY
+	maxRegSlots = 6  // argument registers rdi..r9
+)
+
+// profile is what differs between the kernel versions trampjit models, as data.
+type profile struct {
+	kernel btfmodel.Kernel
+	// maxRegs is the most argument slots the JIT accepts (-ENOTSUPP above): 6.1 has no
+	// stack-argument support, 6.12 takes MAX_BPF_FUNC_ARGS.
+	maxRegs int
+	// stackArgs: 6.12 copies stack-passed arguments (save_args with >6 slots).
+	stackArgs bool
+	// rbxInFrame: 6.12 keeps rbx in a frame slot; 6.1 pushes/pops it below the frame.
+	rbxInFrame bool
+	// sxImm64: emit_mov_imm64 has the sign-extended 7-byte branch (added after 6.7).
+	sxImm64 bool
+	// nopMax is ASM_NOP_MAX: 8 before 6.5, 11 after "x86/alternatives: Add longer 64-bit NOPs".
+	nopMax int
+	// endbrEntry: 6.1..6.7 start every trampoline with EMIT_ENDBR (endbr64 under IBT);
+	// 6.8+ does so only for indirect (struct_ops) trampolines, via emit_cfi.
+	endbrEntry bool
+	// callDepth: x86_call_depth_emit_accounting exists (6.2+).
+	callDepth bool
+	// sls: the distro build has CONFIG_SLS / CONFIG_MITIGATION_SLS, so `ret` is followed by int3.
+	// open: for Debian 6.1 this is assumed from the int3 at the end of the capture, which the
+	// capture's own note calls page fill; either reading gives the same bytes there.
+	sls bool
+	// ibt: the distro build has CONFIG_X86_KERNEL_IBT (Debian 6.12 yes, Debian 6.1 no). It
+	// puts ENDBR (or its poison) at traced functions, so orig_call skips 4 more bytes when
+	// the request gives no patched call site, and makes EMIT_ENDBR emit endbr64.
+	ibt bool
+	// alignImage: emit_align pads to the image address (6.1 writes the image in place); 6.12
+	// writes a kvmalloc'd buffer at least 16-aligned, so the offset alone decides.
+	alignImage bool
+}
+
+var (
+	profile61 = profile{
+		kernel: btfmodel.Kernel61, maxRegs: 6, nopMax: 8, endbrEntry: true, sls: true,
+		alignImage: true,
+	}
+	profile612 = profile{
+		kernel: btfmodel.Kernel612, maxRegs: btfmodel.MaxFuncArgs, stackArgs: true,
+		rbxInFrame: true, sxImm64: true, nopMax: 11, callDepth: true, sls: true, ibt: true,
+	}
+)
+
+func profileFor(k btfmodel.Kernel) (*profile, error) {
+	switch k {
+	case btfmodel.Kernel61:
+		return &profile61, nil
+	case btfmodel.Kernel612:
+		return &profile612, nil
+	}
+	return nil, fmt.Errorf("amd64: no profile for kernel %q", k)
+}
+
+// feats are the switches in effect for one image: the request's features filtered by what
+// the profile's kernel can do.
+type feats struct {
+	endbrEntry bool // endbr64 first
+	rethunk    bool // jmp x86_return_thunk instead of ret
+	int3       bool // int3 after ret
+	callDepth  bool // accounting template before the preamble and every emit_rsb_call
+	funcEndbr  bool
+}
+
+func (p *profile) feats(f jit.Features, flags jit.Flags) feats {
+	// Features.IBT turns IBT on for a profile whose distro build lacks it; a false value
+	// cannot turn it off (open: jit.Features has no "unset" state).
+	ibt := p.ibt || f.IBT
+	e := feats{rethunk: f.Rethunk, funcEndbr: ibt}
+	e.int3 = p.sls && !f.Rethunk
+	// 6.8+ gives only indirect (struct_ops) trampolines a landing pad. open: kCFI/FineIBT
+	// preambles (CONFIG_CFI_CLANG) are not modelled; Debian builds with GCC and has neither.
+	e.endbrEntry = ibt && (p.endbrEntry || flags&jit.FlagIndirect != 0)
+	// 6.1 predates call-depth tracking; the switch changes nothing there.
+	e.callDepth = f.CallDepth && p.callDepth
+	return e
+}

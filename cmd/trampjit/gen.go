@@ -1,0 +1,223 @@
+package main
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/trampjit/trampjit/amd64"
+	"github.com/trampjit/trampjit/arm64"
+	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/jit"
+)
+
+// backend returns the emitter and disassembler for an architecture.
+func backend(arch btfmodel.Arch) (jit.Backend, jit.Disassembler) {
+	if arch == btfmodel.ARM64 {
+		return arm64.Backend{}, arm64.Disassembler{}
+	}
+	return amd64.Backend{}, amd64.Disassembler{}
+}
+
+// requestFlags are the flags that build a gen request without a file; gen and run share them.
+type requestFlags struct {
+	request                      string
+	btf, fn, proto, kernel, arch string
+	fentry, fexit, modret, lsm   int
+	sleepable, funcIP            bool
+	cookies                      string
+	ibt, rethunk, callDepth      bool
+}
+
+func (r *requestFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&r.request, "request", "", "gen request file (JSON); the other request flags are then not allowed")
+	fs.StringVar(&r.btf, "btf", "", "BTF file of the kernel")
+	fs.StringVar(&r.fn, "func", "", "traced function in --btf")
+	fs.StringVar(&r.proto, "proto", "", "C prototype of the traced function instead of --btf/--func")
+	fs.StringVar(&r.kernel, "kernel", "6.12", "kernel profile: 6.1 or 6.12")
+	fs.StringVar(&r.arch, "arch", "amd64", "architecture: amd64 or arm64")
+	fs.IntVar(&r.fentry, "fentry", 0, "number of fentry programs")
+	fs.IntVar(&r.fexit, "fexit", 0, "number of fexit programs")
+	fs.IntVar(&r.modret, "fmod-ret", 0, "number of fmod_ret programs")
+	fs.IntVar(&r.lsm, "lsm", 0, "number of lsm programs")
+	fs.BoolVar(&r.sleepable, "sleepable", false, "programs are sleepable")
+	fs.BoolVar(&r.funcIP, "func-ip", false, "programs call bpf_get_func_ip (sets IP_ARG)")
+	fs.StringVar(&r.cookies, "cookie", "", "BPF cookie for every program, or a comma list in attach order")
+	fs.BoolVar(&r.ibt, "ibt", false, "features.ibt: x86 ENDBR / arm64 BTI")
+	fs.BoolVar(&r.rethunk, "rethunk", false, "features.rethunk: x86 return thunk")
+	fs.BoolVar(&r.callDepth, "call-depth", false, "features.call_depth: x86 call-depth accounting")
+}
+
+// build makes the request from a file or from the flags.
+func (r *requestFlags) build(fs *flag.FlagSet) (*jit.Request, error) {
+	if r.request != "" {
+		var conflict []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "request", "format", "color", "o", "args", "ret-values", "engine", "count":
+			default:
+				conflict = append(conflict, "--"+f.Name)
+			}
+		})
+		if len(conflict) > 0 {
+			return nil, usageErr("--request already says everything; drop %s", strings.Join(conflict, ", "))
+		}
+		return jit.ReadRequest(r.request)
+	}
+	req := &jit.Request{Arch: btfmodel.Arch(r.arch), Kernel: btfmodel.Kernel(r.kernel), BTF: r.btf, Func: r.fn, Proto: r.proto,
+		Features: jit.Features{IBT: r.ibt, Rethunk: r.rethunk, CallDepth: r.callDepth}}
+	if a, err := btfmodel.ParseArch(r.arch); err == nil {
+		req.Arch = a
+	}
+	for _, k := range []struct {
+		kind jit.Kind
+		n    int
+	}{{jit.Fentry, r.fentry}, {jit.Fexit, r.fexit}, {jit.ModRet, r.modret}, {jit.LSM, r.lsm}} {
+		if k.n < 0 {
+			return nil, usageErr("--%s must not be negative", strings.ReplaceAll(string(k.kind), "_", "-"))
+		}
+		for i := 0; i < k.n; i++ {
+			req.Progs = append(req.Progs, jit.Prog{Kind: k.kind, Sleepable: r.sleepable, FuncIP: r.funcIP})
+		}
+	}
+	if len(req.Progs) == 0 {
+		return nil, usageErr("no programs: give --fentry N, --fexit N, --fmod-ret N or --lsm N (or --request FILE)")
+	}
+	if r.cookies != "" {
+		parts := strings.Split(r.cookies, ",")
+		if len(parts) != 1 && len(parts) != len(req.Progs) {
+			return nil, usageErr("--cookie has %d values for %d programs", len(parts), len(req.Progs))
+		}
+		for i := range req.Progs {
+			s := strings.TrimSpace(parts[min(i, len(parts)-1)])
+			var c jit.Cookie
+			if err := c.UnmarshalJSON([]byte(strconv.Quote(s))); err != nil {
+				return nil, usageErr("--cookie: %v", err)
+			}
+			req.Progs[i].Cookie = c
+		}
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// generate runs a request through the model, the attach checks and the backend.
+func generate(req *jit.Request) (*jit.Tramp, *jit.Image, error) {
+	m, err := req.Model()
+	if err != nil {
+		return nil, nil, err
+	}
+	tr, err := jit.Resolve(req, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	be, _ := backend(req.Arch)
+	img, err := be.Generate(tr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tr, img, nil
+}
+
+// genJSON is `trampjit gen --format json` (gen-request.md).
+type genJSON struct {
+	Arch     string        `json:"arch"`
+	Kernel   string        `json:"kernel"`
+	Size     int           `json:"size"`
+	Flags    string        `json:"flags"`
+	Image    string        `json:"image"`
+	Base     string        `json:"base"`
+	Sections []jit.Section `json:"sections"`
+	Relocs   []jit.Reloc   `json:"relocs"`
+	Listing  []jit.Line    `json:"listing,omitempty"`
+}
+
+func runGen(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("gen", stderr)
+	var rf requestFlags
+	var out output
+	var outPath string
+	rf.register(fs)
+	out.register(fs, "listing, json, hex or bin")
+	fs.StringVar(&outPath, "o", "", "write to this file instead of standard output (written whole or not at all)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if out.format == "text" {
+		out.format = "listing"
+	}
+	if err := out.check("listing", "json", "hex", "bin"); err != nil {
+		return err
+	}
+	req, err := rf.build(fs)
+	if err != nil {
+		return err
+	}
+	tr, img, err := generate(req)
+	if err != nil {
+		return err
+	}
+	_, dis := backend(req.Arch)
+	lines, lerr := jit.BuildListing(img, dis, tr.Symbols())
+	w, commit, err := outputFile(outPath, stdout)
+	if err != nil {
+		return err
+	}
+	switch out.format {
+	case "bin":
+		_, err = w.Write(img.Code)
+	case "hex":
+		_, err = fmt.Fprintln(w, hex.EncodeToString(img.Code))
+	case "json":
+		res := genJSON{Arch: string(req.Arch), Kernel: string(req.Kernel), Size: len(img.Code),
+			Flags: fmt.Sprintf("%#x", uint32(img.Flags)), Image: hex.EncodeToString(img.Code),
+			Base: fmt.Sprintf("%#x", img.Base), Sections: img.Sections, Relocs: img.Relocs, Listing: lines}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(res)
+	default:
+		if lerr != nil {
+			return lerr
+		}
+		p := palette(outPath == "" && out.colorful(stdout))
+		fmt.Fprintf(w, "%s\n", p.dim(fmt.Sprintf("# %s %s, %s, flags %#x (%v), %d bytes at %#x",
+			req.Arch, req.Kernel, tr.Model.Prototype(), uint32(img.Flags), img.Flags, len(img.Code), img.Base)))
+		err = jit.WriteListing(w, lines, jit.Palette{On: bool(p)})
+	}
+	if err != nil {
+		return err
+	}
+	return commit()
+}
+
+// outputFile returns a writer for -o: a temporary file renamed into place on commit, so an
+// error leaves nothing half-written.
+func outputFile(path string, stdout io.Writer) (io.Writer, func() error, error) {
+	if path == "" {
+		return stdout, func() error { return nil }, nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".trampjit-*")
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, func() error {
+		if err := f.Close(); err != nil {
+			os.Remove(f.Name())
+			return err
+		}
+		if err := os.Rename(f.Name(), path); err != nil {
+			os.Remove(f.Name())
+			return errors.Join(err)
+		}
+		return nil
+	}, nil
+}
