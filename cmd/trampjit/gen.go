@@ -116,6 +116,9 @@ func generate(req *jit.Request) (*jit.Tramp, *jit.Image, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := jit.CheckAttach(req, m, nil); err != nil {
+		return nil, nil, err
+	}
 	tr, err := jit.Resolve(req, m)
 	if err != nil {
 		return nil, nil, err
@@ -167,7 +170,6 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	_, dis := backend(req.Arch)
-	lines, lerr := jit.BuildListing(img, dis, tr.Symbols())
 	w, commit, err := outputFile(outPath, stdout)
 	if err != nil {
 		return err
@@ -178,6 +180,10 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	case "hex":
 		_, err = fmt.Fprintln(w, hex.EncodeToString(img.Code))
 	case "json":
+		lines, err := jit.BuildListing(img, dis, tr.Symbols())
+		if err != nil {
+			return err
+		}
 		res := genJSON{Arch: string(req.Arch), Kernel: string(req.Kernel), Size: len(img.Code),
 			Flags: fmt.Sprintf("%#x", uint32(img.Flags)), Image: hex.EncodeToString(img.Code),
 			Base: fmt.Sprintf("%#x", img.Base), Sections: img.Sections, Relocs: img.Relocs, Listing: lines}
@@ -185,13 +191,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		enc.SetIndent("", "  ")
 		err = enc.Encode(res)
 	default:
-		if lerr != nil {
-			return lerr
-		}
-		p := palette(outPath == "" && out.colorful(stdout))
-		fmt.Fprintf(w, "%s\n", p.dim(fmt.Sprintf("# %s %s, %s, flags %#x (%v), %d bytes at %#x",
-			req.Arch, req.Kernel, tr.Model.Prototype(), uint32(img.Flags), img.Flags, len(img.Code), img.Base)))
-		err = jit.WriteListing(w, lines, jit.Palette{On: bool(p)})
+		err = jit.WriteImage(w, tr, img, dis, jit.Palette{On: outPath == "" && out.colorful(stdout)})
 	}
 	if err != nil {
 		return err

@@ -73,7 +73,7 @@ func TestModelErrors(t *testing.T) {
 		{[]string{"model", "--proto", "int f(void)", "--format", "yaml"}, 2, "unknown --format"},
 		{[]string{"model"}, 2, "need --func NAME"},
 		{[]string{"model", "--proto", "int f(void)", "--btf", btf612}, 2, "either --proto or --btf"},
-		{[]string{"gen"}, 2, "not implemented yet"},
+		{[]string{"run"}, 2, "not implemented yet"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
 	} {
 		code, _, errOut := trampjit(c.args...)

@@ -1,0 +1,40 @@
+package jit
+
+import (
+	"fmt"
+
+	"github.com/trampjit/trampjit/btfmodel"
+)
+
+// AttachError is a program the kernel refuses to load or attach, with its reason.
+type AttachError struct {
+	Prog    int // 1-based attach index
+	Verdict btfmodel.Verdict
+}
+
+func (e *AttachError) Error() string {
+	v := e.Verdict
+	s := fmt.Sprintf("prog#%d (%s): the kernel refuses it at %s with %s: %s", e.Prog, v.Type, v.Stage, v.Errno, v.Msg)
+	if v.Note != "" {
+		s += " (" + v.Note + ")"
+	}
+	return s
+}
+
+// CheckAttach applies the kernel's load-time attach checks (btfmodel.CheckAttach) to every
+// program of a request on a BTF function. Prototype requests describe no kernel function, so
+// only the model's own rules (distill) and the backend's limits apply to them. errInj is the
+// kernel's error-injection list, or nil when unknown.
+func CheckAttach(req *Request, m *btfmodel.FuncModel, errInj map[string]bool) error {
+	if req.Proto != "" {
+		return nil
+	}
+	for i, p := range req.Progs {
+		env := btfmodel.AttachEnv{Kernel: req.Kernel, Arch: req.Arch, Sleepable: p.Sleepable, ErrorInjection: errInj}
+		v := btfmodel.CheckAttach(m.Name, m, nil, p.Kind, env)
+		if !v.OK && v.Stage == btfmodel.StageLoad {
+			return &AttachError{Prog: i + 1, Verdict: v}
+		}
+	}
+	return nil
+}
