@@ -1,6 +1,8 @@
 package amd64
 
 import (
+	"github.com/trampjit/trampjit/jit"
+
 	"encoding/binary"
 	"fmt"
 )
@@ -228,7 +230,7 @@ func (a *asm) callReg(r Reg) { a.bytes(0xff, 0xd0|byte(r&7)) }
 func (a *asm) rel32(op byte, pc, target uint64) error {
 	d := int64(target - (pc + patchLen))
 	if d != int64(int32(d)) {
-		return fmt.Errorf("target %#x is out of range of %#x: %w", target, pc, ErrInvalid)
+		return fmt.Errorf("target %#x is out of range of %#x: %w", target, pc, jit.EINVAL)
 	}
 	a.bytes(op)
 	a.u32(uint32(d))
@@ -248,7 +250,7 @@ func (a *asm) nops(n, max int) {
 func (a *asm) patchJE(at, to int) error {
 	d := to - (at + 2)
 	if !isImm8(int64(d)) {
-		return fmt.Errorf("je over %d bytes: %w", d, ErrInvalid)
+		return fmt.Errorf("je over %d bytes: %w", d, jit.EINVAL)
 	}
 	a.b[at], a.b[at+1] = opJE8, byte(int8(d))
 	return nil

@@ -72,7 +72,7 @@ func TestStackArgs612(t *testing.T) {
 		4c894de8 488b4518 488945f0 c745f400000000`)
 	matchMask(t, section(t, img, jit.SecCallOrig), `488b7dc0 488b75c8 488b55d0 488b4dd8 4c8b45e0
 		4c8b4de8 488b4518 48894598 c7459c00000000 e8........`)
-	if _, err := (Backend{}).Generate(tramp(k61, m, fexit)); !errors.Is(err, ErrNotSupported) {
+	if _, err := (Backend{}).Generate(tramp(k61, m, fexit)); !errors.Is(err, jit.ENOTSUPP) {
 		t.Errorf("6.1 with 7 args: err %v, want ENOTSUPP", err)
 	}
 }
@@ -345,7 +345,7 @@ func TestAllSlotCounts(t *testing.T) {
 			for _, mix := range mixes {
 				_, err := Backend{}.Generate(tramp(k, eights(nr), mix...))
 				if k == k61 && nr > 6 {
-					if !errors.Is(err, ErrNotSupported) {
+					if !errors.Is(err, jit.ENOTSUPP) {
 						t.Errorf("6.1 nr=%d: err %v, want ENOTSUPP", nr, err)
 					}
 					continue
@@ -374,7 +374,7 @@ func TestManyProgs(t *testing.T) {
 	}
 	tr := tramp(k612, eights(12), progs...)
 	tr.Features.CallDepth = true
-	if _, err := (Backend{}).Generate(tr); err != nil && !errors.Is(err, ErrFault) {
+	if _, err := (Backend{}).Generate(tr); err != nil && !errors.Is(err, jit.EFAULT) {
 		t.Errorf("oversized image: err %v", err)
 	}
 }

@@ -58,7 +58,7 @@ func (l *StackLayout) compute(m *btfmodel.FuncModel, flags jit.Flags, p *profile
 	}
 	if l.NrRegs > p.maxRegs || l.NrArgs > p.maxRegs {
 		return fmt.Errorf("%s: %d argument slots, x86-64 on %s supports up to %d: %w",
-			m.Name, l.NrRegs, p.kernel, p.maxRegs, ErrNotSupported)
+			m.Name, l.NrRegs, p.kernel, p.maxRegs, jit.ENOTSUPP)
 	}
 	// Placement walk (save_args / get_nr_used_regs).
 	used, stack := 0, 0

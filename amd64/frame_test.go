@@ -74,7 +74,7 @@ func TestLayout61(t *testing.T) {
 			layoutRow{r[7], r[8], r[8], r[9] + 8, r[9], r[9]})
 	}
 	for _, nr := range []int{7, 12} {
-		if _, err := Layout(eights(nr), fexitFlags, btfmodel.Kernel61); !errors.Is(err, ErrNotSupported) {
+		if _, err := Layout(eights(nr), fexitFlags, btfmodel.Kernel61); !errors.Is(err, jit.ENOTSUPP) {
 			t.Errorf("6.1 with %d args: err %v, want ENOTSUPP", nr, err)
 		}
 	}
@@ -121,7 +121,7 @@ func TestLayoutStructs(t *testing.T) {
 		{btfmodel.Kernel61, []int{16, 8, 8, 8, 8, 8}, false},
 	} {
 		_, err := Layout(scalars(tc.sizes...), fexitFlags, tc.k)
-		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, ErrNotSupported)) {
+		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, jit.ENOTSUPP)) {
 			t.Errorf("%s %v: err %v, want ok=%v or ENOTSUPP", tc.k, tc.sizes, err, tc.ok)
 		}
 	}

@@ -1,19 +1,10 @@
 package amd64
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/jit"
-)
-
-// The kernel's errors for requests the x86 JIT refuses. ENOTSUPP is the kernel-internal 524,
-// not the userspace EOPNOTSUPP.
-var (
-	ErrNotSupported = errors.New("operation not supported (-ENOTSUPP)")
-	ErrInvalid      = errors.New("invalid argument (-EINVAL)")
-	ErrFault        = errors.New("bad address (-EFAULT)")
 )
 
 // Symbols the x86 trampoline may embed besides the enter/exit helpers.

@@ -69,7 +69,7 @@ func (Backend) Generate(t *jit.Tramp) (*jit.Image, error) {
 	// The JIT refuses code that leaves less than BPF_INSN_SAFETY bytes of its page.
 	if len(g.a.b) > pageSize-insnSafety {
 		return nil, fmt.Errorf("amd64: trampoline code is %d bytes, more than %d: %w",
-			len(g.a.b), pageSize-insnSafety, ErrFault)
+			len(g.a.b), pageSize-insnSafety, jit.EFAULT)
 	}
 	g.img.Code = g.a.b
 	return g.img, nil

@@ -48,10 +48,10 @@ func ArgRegs(p Profile, m *btfmodel.FuncModel) (int, error) {
 	n := m.NrArgs()
 	if !p.StructArgs {
 		if n > MaxRegArgs {
-			return 0, reject(ENOTSUPP, fmt.Sprintf("%s has %d arguments, the 6.1 arm64 trampoline passes at most %d", m.Name, n, MaxRegArgs))
+			return 0, reject(jit.ENOTSUPP, fmt.Sprintf("%s has %d arguments, the 6.1 arm64 trampoline passes at most %d", m.Name, n, MaxRegArgs))
 		}
 		if m.HasStructArg() {
-			return 0, reject(ENOTSUPP, fmt.Sprintf("%s takes a struct by value, which the 6.1 arm64 trampoline does not support", m.Name))
+			return 0, reject(jit.ENOTSUPP, fmt.Sprintf("%s takes a struct by value, which the 6.1 arm64 trampoline does not support", m.Name))
 		}
 		return n, nil
 	}
@@ -61,7 +61,7 @@ func ArgRegs(p Profile, m *btfmodel.FuncModel) (int, error) {
 		}
 	}
 	if n > MaxRegArgs {
-		return 0, reject(ENOTSUPP, fmt.Sprintf("%s needs %d argument registers, the %s arm64 trampoline saves at most %d (no stack arguments before 6.16)", m.Name, n, p.Kernel, MaxRegArgs))
+		return 0, reject(jit.ENOTSUPP, fmt.Sprintf("%s needs %d argument registers, the %s arm64 trampoline saves at most %d (no stack arguments before 6.16)", m.Name, n, p.Kernel, MaxRegArgs))
 	}
 	return n, nil
 }

@@ -11,51 +11,15 @@ import (
 
 // Backend emits arm64 trampolines like prepare_trampoline in
 // arch/arm64/net/bpf_jit_comp.c.
-type Backend struct {
-	// ProgTarget says the traced function is a BPF program (fentry/fexit/fmod_ret
-	// on a prog), not a kernel function. Only 6.1 cares: it cannot attach to kernel
-	// functions. It belongs in jit.Tramp.
-	ProgTarget bool
-}
+type Backend struct{}
 
 var _ jit.Backend = Backend{}
 
 // Arch is arm64.
 func (Backend) Arch() btfmodel.Arch { return btfmodel.ARM64 }
 
-// Errno is a kernel error number an attach fails with.
-type Errno int
-
-const (
-	E2BIG    Errno = 7
-	EINVAL   Errno = 22
-	EFBIG    Errno = 27
-	ENOTSUPP Errno = 524
-)
-
-var errnoNames = map[Errno]string{E2BIG: "E2BIG", EINVAL: "EINVAL", EFBIG: "EFBIG", ENOTSUPP: "ENOTSUPP"}
-
-func (e Errno) Error() string {
-	if n, ok := errnoNames[e]; ok {
-		return n
-	}
-	return fmt.Sprintf("errno %d", int(e))
-}
-
-// RejectError is a request the kernel refuses, with its errno; errors.Is matches
-// the Errno.
-type RejectError struct {
-	Errno  Errno
-	Reason string
-}
-
-func (e *RejectError) Error() string {
-	return fmt.Sprintf("%s (the kernel returns -%s, %d)", e.Reason, e.Errno, -int(e.Errno))
-}
-
-func (e *RejectError) Unwrap() error { return e.Errno }
-
-func reject(errno Errno, reason string) error { return &RejectError{Errno: errno, Reason: reason} }
+// reject refuses a request with the kernel's errno.
+func reject(errno jit.Errno, reason string) error { return jit.Reject(errno, "%s", reason) }
 
 // Generate emits t's image: a sizing pass that reserves the worst case for every call
 // and im load, then the emission pass at t.Image (spec §1, §5).
@@ -67,12 +31,12 @@ func (b Backend) Generate(t *jit.Tramp) (*jit.Image, error) {
 	words := g.run(false)
 	for i, w := range words {
 		if w == Fault { // validate_code
-			return nil, reject(EINVAL, fmt.Sprintf("instruction %d (offset %#x) could not be encoded", i, 4*i))
+			return nil, reject(jit.EINVAL, fmt.Sprintf("instruction %d (offset %#x) could not be encoded", i, 4*i))
 		}
 	}
-	if !g.p.KernelFuncTargets && !b.ProgTarget {
+	if !g.p.KernelFuncTargets && !t.ProgTarget {
 		// register_fentry: the function is an ftrace site but tr->fops is NULL.
-		return nil, reject(ENOTSUPP, fmt.Sprintf("%s arm64 cannot attach to kernel function %s (no ftrace direct calls before 6.4); only BPF-program targets", t.Kernel, t.Model.Name))
+		return nil, reject(jit.ENOTSUPP, fmt.Sprintf("%s arm64 cannot attach to kernel function %s (no ftrace direct calls before 6.4); only BPF-program targets", t.Kernel, t.Model.Name))
 	}
 	code := make([]byte, 4*len(words))
 	for i, w := range words {
@@ -135,7 +99,7 @@ func (b Backend) prepare(t *jit.Tramp) (*gen, error) {
 	if n := len(t.Fentry) + len(t.ModRet) + len(t.Fexit); n > MaxLinks {
 		// __bpf_trampoline_link_prog, generic code; checked here too so a hand-built
 		// Tramp cannot go past it.
-		return nil, reject(E2BIG, fmt.Sprintf("%d programs on one trampoline, at most %d", n, MaxLinks))
+		return nil, reject(jit.E2BIG, fmt.Sprintf("%d programs on one trampoline, at most %d", n, MaxLinks))
 	}
 	g := &gen{p: p, t: t}
 	if g.l, err = Layout(p, t.Model, t.Flags); err != nil {
@@ -163,9 +127,9 @@ func (b Backend) prepare(t *jit.Tramp) (*gen, error) {
 	g.size = 4 * len(g.run(true))
 	if g.size > PageSize {
 		if p.PackAlloc { // bpf_trampoline_update after arch_bpf_trampoline_size
-			return nil, reject(E2BIG, fmt.Sprintf("trampoline needs %d bytes, more than a %d-byte page", g.size, PageSize))
+			return nil, reject(jit.E2BIG, fmt.Sprintf("trampoline needs %d bytes, more than a %d-byte page", g.size, PageSize))
 		}
-		return nil, reject(EFBIG, fmt.Sprintf("trampoline needs %d bytes, more than a %d-byte page", g.size, PageSize))
+		return nil, reject(jit.EFBIG, fmt.Sprintf("trampoline needs %d bytes, more than a %d-byte page", g.size, PageSize))
 	}
 	return g, nil
 }

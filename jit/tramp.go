@@ -28,6 +28,9 @@ type Tramp struct {
 	IP       uint64            // the patched call site inside it
 	IM       uint64            // struct bpf_tramp_image *
 	Helpers  map[string]uint64 // kernel symbol -> address
+	// ProgTarget says the traced function is a BPF program (fentry/fexit/fmod_ret on a
+	// program), not a kernel function: arm64 6.1 can attach only to those.
+	ProgTarget bool
 }
 
 // Helper returns a kernel helper's address, or an error naming the missing symbol.
