@@ -43,5 +43,5 @@ var SyntheticHelpers = []string{
 	"__bpf_prog_enter_sleepable", "__bpf_prog_exit_sleepable",
 	"__bpf_prog_enter_sleepable_recur", "__bpf_prog_exit_sleepable_recur",
 	"__bpf_prog_enter_lsm_cgroup", "__bpf_prog_exit_lsm_cgroup",
-	"__x86_return_thunk", "__x86_indirect_thunk_rbx",
+	"__x86_return_thunk", "__x86_indirect_thunk_rbx", "__x86_call_depth",
 }
