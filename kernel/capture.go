@@ -1,0 +1,378 @@
+package kernel
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/ulikunitz/xz"
+
+	"github.com/trampjit/trampjit/kernel/vm"
+	"github.com/trampjit/trampjit/kernel/wire"
+)
+
+// Case is one attachment to capture (id, function, programs in attach order).
+type Case = wire.Case
+
+// CaptureOptions configure Capture.
+type CaptureOptions struct {
+	Kernel   string        // profile: "6.1" or "6.12"
+	Arch     string        // "amd64" or "arm64"
+	Cases    []Case        // what to capture
+	OutDir   string        // if set: cases.jsonl, info.json, kernel.json, boots.json (and vmlinux.btf.xz)
+	WorkDir  string        // agent, initramfs and console logs; default a temporary directory, removed
+	Jobs     int           // guests run in parallel (default 1; keep <= 2 on small hosts)
+	Timeout  time.Duration // per guest boot (default 90 s plus 5 s per case)
+	BTF      string        // the "btf" path written into each request (default "vmlinux.btf")
+	CopyBTF  bool          // copy the guest's /sys/kernel/btf/vmlinux out (~20 s more on x86)
+	Progress io.Writer     // progress lines (optional)
+}
+
+// CaptureReport is what Capture found, cases in the order they were given.
+type CaptureReport struct {
+	Kernel *vm.KernelImage
+	Info   *wire.Info
+	Cases  []CorpusCase
+	Boots  []BootStat
+	BTF    []byte // the guest's vmlinux BTF, with CopyBTF
+}
+
+// BootStat describes one guest boot.
+type BootStat struct {
+	Cases    int           `json:"cases"`
+	BootTime time.Duration `json:"boot_time"`
+	Duration time.Duration `json:"duration"`
+	Err      string        `json:"error,omitempty"`
+}
+
+// Fetch returns the cached Debian kernel for a profile and architecture, downloading it
+// through a private apt configuration on first use (see kernel/vm).
+func Fetch(ctx context.Context, kernel, arch string, progress io.Writer) (*vm.KernelImage, error) {
+	return vm.Fetch(ctx, kernel, arch, progress)
+}
+
+// Capture boots the kernel under qemu (Jobs guests in parallel, the cases split between
+// them) and captures every case. A case the kernel refuses is a result, not an error; a
+// guest that crashes or hangs fails the case it was on (with the reason) and the rest are
+// retried in a fresh guest. The error is for setup failures only (fetch, agent build, qemu
+// missing, a kernel that does not boot); it is a *vm.RunError for the guest ones.
+func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	progress = &syncWriter{w: progress}
+	if o.Jobs < 1 {
+		o.Jobs = 1
+	}
+	if o.BTF == "" {
+		o.BTF = "vmlinux.btf"
+	}
+	if err := validateCases(o.Cases); err != nil {
+		return nil, err
+	}
+	k, err := vm.Fetch(ctx, o.Kernel, o.Arch, progress)
+	if err != nil {
+		return nil, err
+	}
+	work := o.WorkDir
+	if work == "" {
+		if work, err = os.MkdirTemp("", "trampjit-capture-"); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(work)
+	}
+	agent, err := vm.BuildAgent(ctx, o.Arch, filepath.Join(work, "agent"))
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "%s-%s: %s (%s %s), %d cases, %d guests\n", o.Kernel, o.Arch, k.Release, k.Package, k.Version, len(o.Cases), o.Jobs)
+
+	rep := &CaptureReport{Kernel: k}
+	results := map[string]wire.CaptureResult{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var fatal error
+	chunks := split(o.Cases, o.Jobs)
+	for j, chunk := range chunks {
+		wg.Add(1)
+		go func(j int, chunk []Case) {
+			defer wg.Done()
+			r := &runner{k: k, agent: agent, timeout: o.Timeout, progress: progress,
+				dir: filepath.Join(work, "boots", fmt.Sprintf("job%d", j)), wantBTF: o.CopyBTF && j == 0}
+			res, info, boots, err := r.run(ctx, chunk)
+			mu.Lock()
+			defer mu.Unlock()
+			for id, x := range res {
+				results[id] = x
+			}
+			if info != nil && rep.Info == nil {
+				rep.Info = info
+			}
+			if r.btf != nil {
+				rep.BTF = r.btf
+			}
+			rep.Boots = append(rep.Boots, boots...)
+			if err != nil && fatal == nil {
+				fatal = err
+			}
+		}(j, chunk)
+	}
+	wg.Wait()
+	if len(o.Cases) == 0 && fatal == nil {
+		// No cases: one boot for the machine facts alone.
+		r := &runner{k: k, agent: agent, timeout: o.Timeout, progress: progress, dir: filepath.Join(work, "boots", "info"), wantBTF: o.CopyBTF}
+		_, rep.Info, rep.Boots, fatal = r.run(ctx, nil)
+		rep.BTF = r.btf
+	}
+	if fatal != nil {
+		return rep, fatal
+	}
+	for _, c := range o.Cases {
+		rep.Cases = append(rep.Cases, toCorpus(k, rep.Info, c, results[c.ID], o.BTF))
+	}
+	if o.OutDir != "" {
+		if err := writeOutputs(o.OutDir, rep); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// runner boots guests for one share of the cases until each has a result.
+type runner struct {
+	k        *vm.KernelImage
+	agent    string
+	timeout  time.Duration
+	progress io.Writer
+	dir      string
+	boots    int
+	wantBTF  bool   // ask the first boot for the BTF
+	btf      []byte // what it sent
+}
+
+func (r *runner) run(ctx context.Context, cases []Case) (map[string]wire.CaptureResult, *wire.Info, []BootStat, error) {
+	results := map[string]wire.CaptureResult{}
+	var info *wire.Info
+	var stats []BootStat
+	pending := cases
+	for first := true; first || len(pending) > 0; first = false {
+		if err := ctx.Err(); err != nil {
+			return results, info, stats, err
+		}
+		timeout := r.timeout
+		if timeout <= 0 {
+			timeout = 90*time.Second + time.Duration(len(pending))*5*time.Second
+		}
+		r.boots++
+		req := wire.Request{Kernel: r.k.Kernel, Arch: r.k.Arch, Info: true, Cases: pending, BTF: r.wantBTF && r.btf == nil}
+		if req.BTF {
+			timeout += 2 * time.Minute
+		}
+		res, err := vm.Boot(ctx, r.k, r.agent, req, filepath.Join(r.dir, fmt.Sprint(r.boots)), timeout, r.progress)
+		st := BootStat{Cases: len(pending)}
+		if res != nil {
+			st.BootTime, st.Duration = res.BootTime, res.Duration
+			if req.BTF {
+				if b, berr := assembleBlob(res.Frames, "/sys/kernel/btf/vmlinux"); berr == nil {
+					r.btf = b
+				} else {
+					fmt.Fprintf(r.progress, "%s-%s: BTF copy-out: %v\n", r.k.Kernel, r.k.Arch, berr)
+				}
+			}
+			for _, f := range res.Frames {
+				switch f.Kind {
+				case wire.KindInfo:
+					var in wire.Info
+					if json.Unmarshal(f.JSON, &in) == nil {
+						info = &in
+					}
+				case wire.KindCapture:
+					var c wire.CaptureResult
+					if json.Unmarshal(f.JSON, &c) == nil {
+						results[c.ID] = c
+						fmt.Fprintf(r.progress, "%s-%s: case %s: %s\n", r.k.Kernel, r.k.Arch, c.ID, summary(c))
+					}
+				}
+			}
+		}
+		var next []Case
+		for _, c := range pending {
+			if _, ok := results[c.ID]; !ok {
+				next = append(next, c)
+			}
+		}
+		if err != nil {
+			st.Err = err.Error()
+		}
+		stats = append(stats, st)
+		if err == nil {
+			pending = next
+			if len(pending) > 0 { // agent said done but skipped cases: never loop forever
+				for _, c := range pending {
+					results[c.ID] = wire.CaptureResult{ID: c.ID, Func: c.Func, Stage: "guest", Error: "the agent finished without reporting this case"}
+				}
+				pending = nil
+			}
+			continue
+		}
+		var re *vm.RunError
+		if !errors.As(err, &re) || !hasHello(res) {
+			return results, info, stats, err // qemu or the kernel: a retry would fail the same way
+		}
+		if len(next) == 0 {
+			pending = nil
+			continue
+		}
+		if len(next) == len(pending) && re.Reason == vm.ReasonAgentCrashed {
+			// The agent gave up before its first case (e.g. no memory reader): same every boot.
+			for _, c := range next {
+				results[c.ID] = wire.CaptureResult{ID: c.ID, Func: c.Func, Stage: "guest",
+					Error: fmt.Sprintf("%s: %s", re.Reason, re.Detail)}
+			}
+			pending = nil
+			continue
+		}
+		// The guest died on the first unreported case: blame it and retry the others.
+		fmt.Fprintf(r.progress, "%s-%s: case %s: %s\n", r.k.Kernel, r.k.Arch, next[0].ID, re.Reason)
+		results[next[0].ID] = wire.CaptureResult{ID: next[0].ID, Func: next[0].Func, Stage: "guest",
+			Error: fmt.Sprintf("%s: %s", re.Reason, re.Detail)}
+		pending = next[1:]
+	}
+	return results, info, stats, nil
+}
+
+// assembleBlob joins the blob frames of one guest file, checking they cover it exactly.
+func assembleBlob(frames []wire.Frame, name string) ([]byte, error) {
+	var out []byte
+	total := int64(-1)
+	for _, f := range frames {
+		if f.Kind != wire.KindBlob {
+			continue
+		}
+		var b wire.Blob
+		if err := json.Unmarshal(f.JSON, &b); err != nil {
+			return nil, err
+		}
+		if b.Name != name {
+			continue
+		}
+		if b.Offset != int64(len(out)) {
+			return nil, fmt.Errorf("%s: chunk at %d, expected %d", name, b.Offset, len(out))
+		}
+		out = append(out, b.Data...)
+		total = b.Total
+	}
+	if total < 0 || int64(len(out)) != total {
+		return nil, fmt.Errorf("%s: got %d bytes of %d", name, len(out), total)
+	}
+	return out, nil
+}
+
+func hasHello(res *vm.RunResult) bool {
+	if res == nil {
+		return false
+	}
+	for _, f := range res.Frames {
+		if f.Kind == wire.KindHello {
+			return true
+		}
+	}
+	return false
+}
+
+func summary(c wire.CaptureResult) string {
+	if c.Error != "" {
+		return fmt.Sprintf("%s failed: %s", c.Stage, c.Error)
+	}
+	return fmt.Sprintf("%d bytes at %#x (%s)", len(c.Code), c.Image, c.Locate)
+}
+
+// split deals cases into n contiguous shares (fewer when there are fewer cases).
+func split(cases []Case, n int) [][]Case {
+	var out [][]Case
+	for i := 0; i < n && len(cases) > 0; i++ {
+		k := (len(cases) + (n - i) - 1) / (n - i)
+		out = append(out, cases[:k])
+		cases = cases[k:]
+	}
+	return out
+}
+
+func writeOutputs(dir string, rep *CaptureReport) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "cases.jsonl"))
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	for _, c := range rep.Cases {
+		b, err := json.Marshal(c)
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		w.Write(append(b, '\n'))
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if rep.BTF != nil {
+		if err := writeXZ(filepath.Join(dir, "vmlinux.btf.xz"), rep.BTF); err != nil {
+			return err
+		}
+	}
+	for name, v := range map[string]any{"info.json": rep.Info, "kernel.json": rep.Kernel, "boots.json": rep.Boots} {
+		b, _ := json.MarshalIndent(v, "", "  ")
+		if err := os.WriteFile(filepath.Join(dir, name), append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeXZ(path string, data []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w, err := xz.NewWriter(f)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// syncWriter serialises progress lines from parallel guests.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}

@@ -1,0 +1,84 @@
+package kernel
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/trampjit/trampjit/jit"
+)
+
+// ReadCases reads capture cases from a file: a JSON array of cases, or one case per line
+// (JSON lines; blank lines and lines starting with # or // are skipped).
+func ReadCases(path string) ([]Case, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cs, err := ParseCases(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cs, nil
+}
+
+// ParseCases is ReadCases on a reader.
+func ParseCases(r io.Reader) ([]Case, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	var cases []Case
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
+		dec := json.NewDecoder(bytes.NewReader(t))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cases); err != nil {
+			return nil, err
+		}
+	} else {
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for n := 1; sc.Scan(); n++ {
+			l := bytes.TrimSpace(sc.Bytes())
+			if len(l) == 0 || l[0] == '#' || bytes.HasPrefix(l, []byte("//")) {
+				continue
+			}
+			var c Case
+			dec := json.NewDecoder(bytes.NewReader(l))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&c); err != nil {
+				return nil, fmt.Errorf("line %d: %w", n, err)
+			}
+			cases = append(cases, c)
+		}
+	}
+	return cases, validateCases(cases)
+}
+
+func validateCases(cases []Case) error {
+	seen := map[string]bool{}
+	for i, c := range cases {
+		if c.ID == "" || seen[c.ID] {
+			return fmt.Errorf("case %d: id %q is empty or used twice", i+1, c.ID)
+		}
+		seen[c.ID] = true
+		if c.Func == "" {
+			return fmt.Errorf("case %s: no func", c.ID)
+		}
+		if c.Target != "" && c.Target != "bpf" {
+			return fmt.Errorf("case %s: target %q (want \"\" for a kernel function, or \"bpf\")", c.ID, c.Target)
+		}
+		for j, p := range c.Progs {
+			switch p.Kind {
+			case jit.Fentry, jit.Fexit, jit.ModRet, jit.LSM:
+			default:
+				return fmt.Errorf("case %s: program %d: kind %q (want fentry, fexit, fmod_ret or lsm)", c.ID, j+1, p.Kind)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,191 @@
+// Package wire is the protocol between trampjit's host side (package kernel, kernel/vm) and
+// its guest agent (kernel/agent): the request the agent finds in its initramfs, and the
+// framed results it prints on the serial console.
+//
+// A frame is one line, "@@trampjit <kind> <crc32 hex> <base64 JSON>", so that kernel
+// messages interleaved on the console cannot be mistaken for (or silently corrupt) results.
+package wire
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"strings"
+
+	"github.com/trampjit/trampjit/jit"
+)
+
+// Marker starts every frame.
+const Marker = "@@trampjit "
+
+// RequestPath is where the agent reads its request inside the initramfs.
+const RequestPath = "/trampjit/request.json"
+
+// Frame kinds.
+const (
+	KindHello   = "hello"   // agent started: Hello
+	KindInfo    = "info"    // Info
+	KindCapture = "capture" // CaptureResult, one per case
+	KindLog     = "log"     // free text progress, a JSON string
+	KindFatal   = "fatal"   // the agent cannot go on: a JSON string
+	KindDone    = "done"    // all work finished: Done
+	KindBlob    = "blob"    // a chunk of a file the host asked for: Blob
+)
+
+// BlobChunk is how many bytes one blob frame carries.
+const BlobChunk = 32 << 10
+
+// Blob is one chunk of a guest file copied out over the console.
+type Blob struct {
+	Name   string `json:"name"` // guest path
+	Offset int64  `json:"offset"`
+	Total  int64  `json:"total"`
+	Data   []byte `json:"data"`
+}
+
+// Request tells the agent what to do in one boot.
+type Request struct {
+	Kernel string `json:"kernel"` // profile, for the record
+	Arch   string `json:"arch"`
+	Info   bool   `json:"info"` // report Info
+	BTF    bool   `json:"btf"`  // copy /sys/kernel/btf/vmlinux out as blob frames
+	Cases  []Case `json:"cases,omitempty"`
+}
+
+// Case is one attachment to capture: programs attached to Func in the given order.
+type Case struct {
+	ID    string     `json:"id"`
+	Func  string     `json:"func"`
+	Progs []jit.Prog `json:"progs"`
+	// Target is "" for a kernel function, or "bpf" for tj_args0..tj_args5, global functions
+	// (N u64 arguments, returning their sum plus N) of a program the agent loads itself.
+	Target string `json:"target,omitempty"`
+	// Run: the programs record their context, and the function is called once through
+	// BPF_PROG_TEST_RUN (bpf_fentry_test*, bpf_modify_return_test*, BPF targets).
+	Run bool `json:"run,omitempty"`
+}
+
+// Run is what one call of the traced function looked like through the trampoline.
+type Run struct {
+	Ret   uint64    `json:"ret"` // BPF_PROG_TEST_RUN's retval (for fmod_ret: side effects<<16 | sum of returns)
+	Error string    `json:"error,omitempty"`
+	Errno string    `json:"errno,omitempty"`
+	Progs []RunProg `json:"progs,omitempty"` // in attach order
+}
+
+// RunProg is what one program saw (the last call, if there were several).
+type RunProg struct {
+	Kind  jit.Kind `json:"kind"`
+	Calls uint64   `json:"calls"`
+	NArgs uint64   `json:"nr_args"` // bpf_get_func_arg_cnt: register slots
+	Ctx   []uint64 `json:"ctx"`     // bpf_get_func_arg(0..nr_args-1)
+	Ret   *uint64  `json:"ret,omitempty"`
+	IP    uint64   `json:"ip,omitempty"` // bpf_get_func_ip
+}
+
+// Hello is the agent's first frame.
+type Hello struct {
+	Release string `json:"release"` // uname -r
+	Version string `json:"version"` // uname -v
+	Machine string `json:"machine"` // uname -m
+}
+
+// Info describes the guest kernel and CPU.
+type Info struct {
+	Hello
+	Cmdline         string            `json:"cmdline"`
+	Vulnerabilities map[string]string `json:"vulnerabilities"` // /sys/devices/system/cpu/vulnerabilities/*
+	CPUFlags        []string          `json:"cpu_flags,omitempty"`
+	BTFSize         int64             `json:"btf_size"`        // /sys/kernel/btf/vmlinux
+	ErrorInjection  []string          `json:"error_injection"` // lines of debugfs error_injection/list
+	Errors          map[string]string `json:"errors,omitempty"`
+}
+
+// ProgResult is one attached program as the kernel holds it.
+type ProgResult struct {
+	Kind    jit.Kind   `json:"kind"`
+	Prog    uint64     `json:"prog,omitempty"`     // struct bpf_prog *
+	BPFFunc uint64     `json:"bpf_func,omitempty"` // JITed entry (bpf_prog_info jited_ksyms)
+	Cookie  jit.Cookie `json:"cookie,omitempty"`
+	Tag     string     `json:"tag,omitempty"`
+}
+
+// CaptureResult is what the agent found for one case. Error is set when the kernel refused
+// a load or an attach; Stage says which step failed.
+type CaptureResult struct {
+	ID      string            `json:"id"`
+	Func    string            `json:"func"`
+	Error   string            `json:"error,omitempty"`
+	Errno   string            `json:"errno,omitempty"`
+	Stage   string            `json:"stage,omitempty"` // "load", "attach", "locate", "read"
+	Log     string            `json:"log,omitempty"`   // verifier log of a failed load
+	Addr    uint64            `json:"addr,omitempty"`  // the function's symbol address
+	IP      uint64            `json:"ip,omitempty"`    // the patched call site
+	Image   uint64            `json:"image,omitempty"` // trampoline image address
+	IM      uint64            `json:"im,omitempty"`    // struct bpf_tramp_image *
+	Locate  string            `json:"locate,omitempty"`
+	Checks  []string          `json:"checks,omitempty"`  // cross-checks that agreed (or not)
+	Site    []byte            `json:"site,omitempty"`    // bytes at Addr (patch site)
+	Code    []byte            `json:"code,omitempty"`    // image bytes up to the end of code
+	Raw     []byte            `json:"raw,omitempty"`     // bytes read, past the end of code
+	Progs   []ProgResult      `json:"progs,omitempty"`   // in attach order
+	Symbols map[string]uint64 `json:"symbols,omitempty"` // helpers and every call target
+	Targets []string          `json:"targets,omitempty"` // names the image calls, in order
+	Run     *Run              `json:"run,omitempty"`
+}
+
+// Done ends a boot's output.
+type Done struct {
+	Cases int `json:"cases"`
+}
+
+// Encode renders one frame line (with trailing newline).
+func Encode(kind string, v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s%s %08x %s\n", Marker, kind, crc32.ChecksumIEEE(j), base64.StdEncoding.EncodeToString(j))
+	return b.Bytes(), nil
+}
+
+// Write encodes a frame to w.
+func Write(w io.Writer, kind string, v any) error {
+	b, err := Encode(kind, v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// Frame is a decoded frame.
+type Frame struct {
+	Kind string
+	JSON []byte
+}
+
+// Decode parses a console line. ok is false for lines that are not frames; err is set for a
+// frame that is damaged (bad base64 or checksum), which callers must report, not skip.
+func Decode(line string) (f Frame, ok bool, err error) {
+	i := strings.Index(line, Marker)
+	if i < 0 {
+		return Frame{}, false, nil
+	}
+	parts := strings.Fields(line[i+len(Marker):])
+	if len(parts) != 3 {
+		return Frame{}, true, fmt.Errorf("damaged frame: want kind, crc and payload, got %d fields", len(parts))
+	}
+	j, err := base64.StdEncoding.DecodeString(parts[2])
+	if err != nil {
+		return Frame{}, true, fmt.Errorf("damaged %s frame: %w", parts[0], err)
+	}
+	if got := fmt.Sprintf("%08x", crc32.ChecksumIEEE(j)); got != parts[1] {
+		return Frame{}, true, fmt.Errorf("damaged %s frame: crc %s, want %s", parts[0], got, parts[1])
+	}
+	return Frame{Kind: parts[0], JSON: j}, true, nil
+}
