@@ -60,8 +60,9 @@ type AttachEnv struct {
 	Arch      Arch
 	Sleepable bool
 	// ErrorInjection is the kernel's error-injection list (/sys/kernel/debug/error_injection/list),
-	// by function name. Nil means unknown: fmod_ret is then judged by the syscall-prefix rule
-	// and the known test functions, and the verdict says so.
+	// by function name, for kernels built with CONFIG_FUNCTION_ERROR_INJECTION. Nil means a
+	// kernel without it, as Debian's cloud kernels are: the arch's syscall-wrapper prefix then
+	// decides (bpf_check_attach_target's fallback), which captures confirm on 6.1 and 6.12.
 	ErrorInjection map[string]bool
 	// BTFID is the function's BTF id, for messages that print it.
 	BTFID uint32
@@ -145,13 +146,15 @@ func modifiable(name string, env AttachEnv) (bool, string) {
 	if fmodRetIDs[env.Kernel][name] {
 		return true, ""
 	}
+	return errorInjectable(name, env), ""
+}
+
+// errorInjectable is within_error_injection_list, or its fallback without error injection.
+func errorInjectable(name string, env AttachEnv) bool {
 	if env.ErrorInjection != nil {
-		return env.ErrorInjection[name], ""
+		return env.ErrorInjection[name]
 	}
-	if testRunErrorInjection[env.Kernel][name] || strings.HasPrefix(name, syscallPrefix[env.Arch]) {
-		return true, "no error-injection list given: judged by the syscall-prefix rule"
-	}
-	return false, "no error-injection list given: judged by the syscall-prefix rule"
+	return strings.HasPrefix(name, syscallPrefix[env.Arch])
 }
 
 // sleepableOK is the TRACING/LSM part of check_attach_sleepable (can_be_sleepable passed).
@@ -165,11 +168,7 @@ func sleepableOK(name string, at AttachType, env AttachEnv) (bool, string) {
 	if nonSleepableErrorInject[name] {
 		return false, ""
 	}
-	if env.ErrorInjection != nil {
-		return env.ErrorInjection[name], ""
-	}
-	ok := testRunErrorInjection[env.Kernel][name] || strings.HasPrefix(name, syscallPrefix[env.Arch])
-	return ok, "no error-injection list given: judged by the syscall-prefix rule"
+	return errorInjectable(name, env), ""
 }
 
 // archLimit is the arch JIT's refusal at link time (-ENOTSUPP, errno 524, no log).

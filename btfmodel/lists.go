@@ -34,19 +34,14 @@ var fmodRetSleepable = map[Kernel]map[string]bool{
 	Kernel612: {"bpf_fentry_test1": true},
 }
 
-// testRunErrorInjection are the net/bpf/test_run.c functions that 6.1 marks
-// ALLOW_ERROR_INJECTION; used when no error-injection list is given.
-var testRunErrorInjection = map[Kernel]map[string]bool{
-	Kernel61: {"bpf_modify_return_test": true, "bpf_fentry_test1": true},
-}
-
 // nonSleepableErrorInject is btf_non_sleepable_error_inject (kernel/bpf/verifier.c).
 var nonSleepableErrorInject = map[string]bool{
 	"__filemap_add_folio": true, "should_fail_alloc_page": true, "should_failslab": true,
 }
 
-// syscallPrefix is the arch's syscall-wrapper prefix: SYSCALL_DEFINE wrappers are
-// ALLOW_ERROR_INJECTION on both architectures.
+// syscallPrefix is the arch's syscall-wrapper prefix. Without CONFIG_FUNCTION_ERROR_INJECTION
+// (the Debian cloud kernels: their guests have no error_injection/list) the kernel's
+// within_error_injection_list fallback accepts exactly the functions with this prefix.
 var syscallPrefix = map[Arch]string{AMD64: "__x64_sys_", ARM64: "__arm64_sys_"}
 
 // lsmDisabledHooks is bpf_lsm_disabled_hooks (kernel/bpf/bpf_lsm.c, 6.12): hooks whose
