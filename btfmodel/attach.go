@@ -61,8 +61,9 @@ type AttachEnv struct {
 	Sleepable bool
 	// ErrorInjection is the kernel's error-injection list (/sys/kernel/debug/error_injection/list),
 	// by function name, for kernels built with CONFIG_FUNCTION_ERROR_INJECTION. Nil means a
-	// kernel without it, as Debian's cloud kernels are: the arch's syscall-wrapper prefix then
-	// decides (bpf_check_attach_target's fallback), which captures confirm on 6.1 and 6.12.
+	// kernel without it, as Debian's cloud kernels are: within_error_injection_list is then
+	// false for every function (6.1 and 6.12 have no syscall-wrapper fallback yet; captures
+	// show __x64_sys_getpgid refused for fmod_ret and for sleepable fentry).
 	ErrorInjection map[string]bool
 	// BTFID is the function's BTF id, for messages that print it.
 	BTFID uint32
@@ -116,10 +117,7 @@ func CheckAttach(name string, m *FuncModel, distillErr error, at AttachType, env
 			return v
 		}
 		if (at == Fexit || at == ModRet) && inList(noreturnDeny[env.Kernel], name) {
-			note := v.Note
-			v = loadErr(noreturnMsg)
-			v.Note = joinNotes(note, "open: Debian 6.12 carrying the noreturn_deny backport is settled by the kernel corpus")
-			return v
+			return loadErr(noreturnMsg)
 		}
 	}
 	if errno, why := archLimit(m, env); errno != "" {
@@ -149,18 +147,15 @@ func modifiable(name string, env AttachEnv) (bool, string) {
 	return errorInjectable(name, env), ""
 }
 
-// errorInjectable is within_error_injection_list, or its fallback without error injection.
+// errorInjectable is within_error_injection_list: false everywhere without error injection.
 func errorInjectable(name string, env AttachEnv) bool {
-	if env.ErrorInjection != nil {
-		return env.ErrorInjection[name]
-	}
-	return strings.HasPrefix(name, syscallPrefix[env.Arch])
+	return env.ErrorInjection[name]
 }
 
 // sleepableOK is the TRACING/LSM part of check_attach_sleepable (can_be_sleepable passed).
 func sleepableOK(name string, at AttachType, env AttachEnv) (bool, string) {
 	if at == LSM {
-		return true, "" // open: the sleepable_lsm_hooks set is not modelled yet
+		return sleepableLSMHooks[name], ""
 	}
 	if fmodRetSleepable[env.Kernel][name] {
 		return true, ""

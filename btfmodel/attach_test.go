@@ -34,8 +34,10 @@ var attachCases = []attachCase{
 	// (captured from Debian 6.1.176 under qemu).
 	{"6.1-amd64", "bpf_modify_return_test", ModRet, "EINVAL: bpf_modify_return_test() is not modifiable"},
 	{"6.12-amd64", "security_socket_connect", ModRet, "ok"},
-	{"6.12-amd64", "__x64_sys_getpgid", ModRet, "ok"},
-	{"6.12-arm64", "__arm64_sys_getpgid", ModRet, "ok"},
+	// Debian builds without error injection, and 6.12 has no syscall-wrapper fallback yet
+	// (captured: "__x64_sys_getpgid() is not modifiable").
+	{"6.12-amd64", "__x64_sys_getpgid", ModRet, "EINVAL: __x64_sys_getpgid() is not modifiable"},
+	{"6.12-arm64", "__arm64_sys_getpgid", ModRet, "EINVAL: __arm64_sys_getpgid() is not modifiable"},
 	{"6.12-amd64", "tcp_v4_connect", ModRet, "EINVAL: tcp_v4_connect() is not modifiable"},
 	{"6.1-amd64", "vfs_read", ModRet, "EINVAL: vfs_read() is not modifiable"},
 	{"6.12-amd64", "tcp_v4_connect", Fexit, "ok"},
@@ -96,7 +98,6 @@ func TestErrorInjectionList(t *testing.T) {
 	if v := CheckAttach(fn.Name, m, nil, ModRet, env); !v.OK {
 		t.Errorf("listed function: %+v", v)
 	}
-	// With a list, the syscall-prefix guess is not used.
 	fn, _ = FuncByName(spec, "__x64_sys_getpgid")
 	m, _ = Distill(fn, Kernel612)
 	if v := CheckAttach(fn.Name, m, nil, ModRet, env); v.OK {

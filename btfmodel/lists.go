@@ -11,9 +11,9 @@ var btfIDDeny = map[Kernel][]string{
 	Kernel612: {"migrate_disable", "migrate_enable", "rcu_read_unlock_strict", "preempt_count_add", "preempt_count_sub", "__rcu_read_lock", "__rcu_read_unlock"},
 }
 
-// noreturnDeny is noreturn_deny (kernel/bpf/verifier.c, 2025, backported to 6.12.y stable):
-// fexit and fmod_ret are refused on functions that never return. Absent in 6.1.
-// open: whether Debian's 6.12 carries the backport is settled by the kernel corpus.
+// noreturnDeny is noreturn_deny (kernel/bpf/verifier.c, 2025, backported to 6.12.y stable;
+// Debian 6.12.117 refuses fexit on do_exit with noreturnMsg): fexit and fmod_ret are refused
+// on functions that never return. Absent in 6.1.
 var noreturnDeny = map[Kernel][]string{
 	Kernel612: {"__ia32_sys_exit", "__ia32_sys_exit_group", "__kunit_abort", "kunit_try_catch_throw",
 		"__module_put_and_kthread_exit", "__x64_sys_exit", "__x64_sys_exit_group", "do_exit",
@@ -39,10 +39,39 @@ var nonSleepableErrorInject = map[string]bool{
 	"__filemap_add_folio": true, "should_fail_alloc_page": true, "should_failslab": true,
 }
 
-// syscallPrefix is the arch's syscall-wrapper prefix. Without CONFIG_FUNCTION_ERROR_INJECTION
-// (the Debian cloud kernels: their guests have no error_injection/list) the kernel's
-// within_error_injection_list fallback accepts exactly the functions with this prefix.
-var syscallPrefix = map[Arch]string{AMD64: "__x64_sys_", ARM64: "__arm64_sys_"}
+// sleepableLSMHooks is sleepable_lsm_hooks (kernel/bpf/bpf_lsm.c, 6.12.y): the LSM hooks
+// called where a program may sleep. Confirmed by capture: bpf_lsm_file_open and
+// bpf_lsm_task_alloc accept sleepable programs, bpf_lsm_task_free refuses them.
+var sleepableLSMHooks = setOf("bpf_lsm_bpf", "bpf_lsm_bpf_map", "bpf_lsm_bpf_map_alloc_security",
+	"bpf_lsm_bpf_map_free_security", "bpf_lsm_bpf_prog", "bpf_lsm_bprm_check_security",
+	"bpf_lsm_bprm_committed_creds", "bpf_lsm_bprm_committing_creds", "bpf_lsm_bprm_creds_for_exec",
+	"bpf_lsm_bprm_creds_from_file", "bpf_lsm_capget", "bpf_lsm_capset", "bpf_lsm_cred_prepare",
+	"bpf_lsm_file_ioctl", "bpf_lsm_file_lock", "bpf_lsm_file_open", "bpf_lsm_file_receive",
+	"bpf_lsm_inet_conn_established", "bpf_lsm_inode_create", "bpf_lsm_inode_free_security",
+	"bpf_lsm_inode_getattr", "bpf_lsm_inode_getxattr", "bpf_lsm_inode_mknod",
+	"bpf_lsm_inode_need_killpriv", "bpf_lsm_inode_post_setxattr", "bpf_lsm_inode_readlink",
+	"bpf_lsm_inode_rename", "bpf_lsm_inode_rmdir", "bpf_lsm_inode_setattr", "bpf_lsm_inode_setxattr",
+	"bpf_lsm_inode_symlink", "bpf_lsm_inode_unlink", "bpf_lsm_kernel_module_request",
+	"bpf_lsm_kernel_read_file", "bpf_lsm_kernfs_init_security", "bpf_lsm_key_free",
+	"bpf_lsm_mmap_file", "bpf_lsm_netlink_send", "bpf_lsm_path_notify", "bpf_lsm_release_secctx",
+	"bpf_lsm_sb_alloc_security", "bpf_lsm_sb_eat_lsm_opts", "bpf_lsm_sb_kern_mount",
+	"bpf_lsm_sb_mount", "bpf_lsm_sb_remount", "bpf_lsm_sb_set_mnt_opts", "bpf_lsm_sb_show_options",
+	"bpf_lsm_sb_statfs", "bpf_lsm_sb_umount", "bpf_lsm_settime", "bpf_lsm_socket_accept",
+	"bpf_lsm_socket_bind", "bpf_lsm_socket_connect", "bpf_lsm_socket_create",
+	"bpf_lsm_socket_getpeername", "bpf_lsm_socket_getpeersec_dgram", "bpf_lsm_socket_getsockname",
+	"bpf_lsm_socket_getsockopt", "bpf_lsm_socket_listen", "bpf_lsm_socket_post_create",
+	"bpf_lsm_socket_recvmsg", "bpf_lsm_socket_sendmsg", "bpf_lsm_socket_shutdown",
+	"bpf_lsm_socket_socketpair", "bpf_lsm_syslog", "bpf_lsm_task_alloc",
+	"bpf_lsm_current_getsecid_subj", "bpf_lsm_task_getsecid_obj", "bpf_lsm_task_prctl",
+	"bpf_lsm_task_setscheduler", "bpf_lsm_userns_create")
+
+func setOf(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
 
 // lsmDisabledHooks is bpf_lsm_disabled_hooks (kernel/bpf/bpf_lsm.c, 6.12): hooks whose
 // return conventions a BPF program cannot honour.

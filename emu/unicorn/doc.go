@@ -1,0 +1,70 @@
+// Package unicorn is a small cgo binding to libunicorn 2.0.x (Debian's
+// libunicorn-dev), covering what the trampoline harness needs on x86_64 and
+// arm64: engines, memory, registers, runs that end on a sentinel, hooks
+// backed by Go callbacks or by C, and CPU contexts.
+//
+// # Runs
+//
+// Open one Engine per arch and reuse it. Place a sentinel where emulated code
+// should end (AddSentinel: SentinelHalt is hlt/wfi, SentinelTrap is
+// int3/brk #0, SentinelHook is a C code hook on an address), then Run or
+// RunRegs from the entry point. Everything that is not a sentinel is an
+// error carrying Unicorn's message and the operation: a memory fault (with
+// kind, address, size and pc), an interrupt (with its number), a halt
+// elsewhere, an exhausted instruction count, a jump to address 0, or a
+// panicking Go hook (recovered in the callback and returned as *PanicError;
+// a Go panic must never unwind through Unicorn's C frames). Two C hooks are
+// always installed and never call Go: one records invalid memory accesses,
+// one records interrupts and stops the run (any installed interrupt hook
+// makes Unicorn resume after the interrupt, so someone must stop it).
+//
+// # Unicorn 2.0.x behaviour the binding compensates for
+//
+//   - uc_mem_write leaves translations of the code it overwrites in the
+//     cache; Write invalidates the written pages.
+//   - Code, block and valid-access hooks are compiled into translated blocks,
+//     so a hook added after its range ran is silently skipped; adding one
+//     invalidates its range (uc_ctl_remove_cache per page, not tb_flush).
+//   - The pc seen by invalid-memory hooks is only synced at block starts:
+//     SetPreciseFaults makes it exact.
+//   - hlt (x86) and wfi (arm64 at EL1, the default) end uc_emu_start without
+//     any hook; brk and udf/hlt on arm64 raise EXCP_BKPT (7) / EXCP_UDEF (1).
+//
+// # Cost model
+//
+// Measured with bench_test.go on a shared 2-core AMD EPYC (Go 1.26,
+// libunicorn 2.0.1); ratios are steadier than absolute figures.
+//
+//   - A cgo call costs ~21 ns; a Go callback from C (any Go hook) ~45 ns.
+//   - A bare run of 4 instructions (uc_emu_start entry, TB lookup, exit)
+//     costs 230-330 ns. By sentinel, x86_64 / arm64: SentinelHook ~250 /
+//     ~230 ns (cheapest: the stop request is seen at the next block
+//     boundary), SentinelHalt ~300 / ~270 ns (the halt exception unwinds
+//     with a longjmp), SentinelTrap ~330 / ~295 ns (exception plus the C
+//     interrupt hook).
+//   - RunRegs (3 registers in, 2 out, one cgo call) costs ~1.2x a bare run;
+//     WriteRegs + Run + ReadRegs ~1.4x.
+//   - A non-zero until costs ~3.5 µs per run: after each run Unicorn
+//     invalidates the block containing until-1, which is retranslated next
+//     time. Run uses until=0, which Unicorn never invalidates.
+//   - A timeout costs 100-150 µs per run: Unicorn creates and joins a timer
+//     thread for each uc_emu_start.
+//   - A count costs a C helper call per executed instruction, and switching
+//     between count == 0 and count > 0 flushes the whole translation cache
+//     (~12 ms; FlushCode costs the same, and seconds the first time). Keep
+//     one budget for all runs of an engine.
+//   - Loads cost ~2 ns, stores ~62 ns each on both arches: every store in
+//     2.0.x takes the not-dirty slow path and looks for code to invalidate
+//     (fixed upstream in 2.1.0, commit d0103576). Stores dominate emulated
+//     time: an x86 call/ret loop runs at ~70 ns per iteration (the call
+//     pushes), the arm64 bl/ret loop at ~5 ns, and an x86 function shaped
+//     like a 2-program trampoline (12 of 33 instructions store) at ~770 ns,
+//     1.3 M hits/s. Budget batch-mode hits/s by counting stores.
+//   - Context save or restore: ~65 ns (x86_64), ~110 ns (arm64). Registers
+//     only; memory is not part of a context.
+//   - Open + first map + Close: 0.12-0.24 ms, plus translating code on its
+//     first run.
+//
+// An Engine is not safe for concurrent use; hooks run on the goroutine that
+// called Run.
+package unicorn

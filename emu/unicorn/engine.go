@@ -1,0 +1,362 @@
+package unicorn
+
+/*
+#cgo pkg-config: unicorn
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+)
+
+// Arch selects the guest architecture of an Engine.
+type Arch int
+
+// Supported guest architectures.
+const (
+	X86_64 Arch = iota
+	ARM64
+)
+
+func (a Arch) String() string {
+	switch a {
+	case X86_64:
+		return "x86_64"
+	case ARM64:
+		return "arm64"
+	}
+	return fmt.Sprintf("Arch(%d)", int(a))
+}
+
+// Engine is one Unicorn instance. It is meant to be opened once per arch and
+// reused for many runs: opening costs ~0.2 ms and every new engine
+// retranslates its code; a run costs ~0.3 µs plus the code it executes.
+// An Engine is not safe for concurrent use; hooks run on the goroutine that
+// called Start or Run.
+type Engine struct {
+	uc    *C.uc_engine
+	arch  Arch
+	st    *C.tj_state // C memory: the C hooks keep a pointer to it
+	pcReg Reg
+
+	hooks     map[Hook]*hookRec // Go-backed hooks and their handles
+	cHooks    map[Hook]struct{} // removable C-only hooks (sentinels, counters)
+	contexts  map[*Context]struct{}
+	host      map[uint64]hostMap // MapHost regions by address
+	sentinels map[uint64]uint64  // pc after a sentinel stop -> sentinel address
+	stopAt    map[uint64]Hook    // SentinelHook addresses -> their hook
+	syncPC    Hook               // SetPreciseFaults hook, 0 if off
+
+	goIntr  int // Go interrupt hooks installed
+	running bool
+	stopReq bool
+	panic   *PanicError
+}
+
+// Version returns the Unicorn library version, e.g. "2.0".
+func Version() string {
+	var major, minor C.uint
+	C.uc_version(&major, &minor)
+	return fmt.Sprintf("%d.%d", major, minor)
+}
+
+// CPU models for OpenModel (the defaults are marked).
+const (
+	ModelDefault   = -1
+	X86Qemu64      = int(C.UC_CPU_X86_QEMU64) // x86_64 default
+	X86Haswell     = int(C.UC_CPU_X86_HASWELL)
+	ARM64CortexA72 = int(C.UC_CPU_ARM64_A72) // arm64 default: ARMv8.0, no PAC/BTI
+	ARM64Max       = int(C.UC_CPU_ARM64_MAX) // has PAC and BTI
+)
+
+// Open creates an engine for arch in 64-bit little-endian mode with the
+// default CPU: qemu64 on x86_64, Cortex-A72 on arm64, where the BTI and PAC
+// hint instructions (bti, paciasp, autiasp) execute as NOPs. arm64 runs at
+// EL1, like the kernel. Open installs the always-on C hooks that record
+// interrupts and invalid accesses.
+func Open(arch Arch) (*Engine, error) { return OpenModel(arch, ModelDefault) }
+
+// OpenModel is Open with an explicit CPU model (UC_CPU_X86_* or
+// UC_CPU_ARM64_* value). Unicorn only accepts the model before its lazy
+// initialisation, which the first hook or mapping triggers, so it cannot be
+// changed later.
+func OpenModel(arch Arch, model int) (*Engine, error) {
+	var ucArch C.uc_arch
+	var mode C.uc_mode
+	var pc Reg
+	switch arch {
+	case X86_64:
+		ucArch, mode, pc = C.UC_ARCH_X86, C.UC_MODE_64, RIP
+	case ARM64:
+		ucArch, mode, pc = C.UC_ARCH_ARM64, C.UC_MODE_ARM, PC
+	default:
+		return nil, &Error{Op: "open", Code: ErrArch, Msg: arch.String()}
+	}
+	e := &Engine{
+		arch:      arch,
+		pcReg:     pc,
+		hooks:     map[Hook]*hookRec{},
+		cHooks:    map[Hook]struct{}{},
+		contexts:  map[*Context]struct{}{},
+		host:      map[uint64]hostMap{},
+		sentinels: map[uint64]uint64{},
+		stopAt:    map[uint64]Hook{},
+	}
+	if err := check("open", C.uc_open(ucArch, mode, &e.uc)); err != nil {
+		return nil, err
+	}
+	e.st = (*C.tj_state)(C.calloc(1, C.size_t(unsafe.Sizeof(C.tj_state{}))))
+	e.st.pc_reg = C.int(pc)
+	if model != ModelDefault {
+		if err := check("ctl_set_cpu_model", C.tj_set_cpu_model(e.uc, C.int(model))); err != nil {
+			e.Close()
+			err.(*Error).Msg = fmt.Sprintf("model %d", model)
+			return nil, err
+		}
+	}
+	// The always-on hooks are not in cHooks: Unhook must not remove them.
+	var intr, mem C.uc_hook
+	if err := check("hook_add", C.tj_install(e.uc, e.st, &intr, &mem)); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Arch reports the engine's guest architecture.
+func (e *Engine) Arch() Arch { return e.arch }
+
+// Close frees the engine, its hooks (and their cgo handles), contexts and
+// host mappings. It is safe to call twice.
+func (e *Engine) Close() error {
+	if e.uc == nil {
+		return nil
+	}
+	if e.running {
+		return &Error{Op: "close", Msg: "called from inside a run"}
+	}
+	for c := range e.contexts {
+		c.free()
+	}
+	err := check("close", C.uc_close(e.uc))
+	e.uc = nil
+	for h, r := range e.hooks {
+		r.handle.Delete()
+		delete(e.hooks, h)
+	}
+	for addr, m := range e.host {
+		C.free(m.ptr)
+		delete(e.host, addr)
+	}
+	C.free(unsafe.Pointer(e.st))
+	e.st = nil
+	return err
+}
+
+// Reason says why a run ended.
+type Reason int
+
+// Run end reasons.
+const (
+	ReasonHalt     Reason = iota // hlt (x86) / wfi (arm64) outside any sentinel
+	ReasonSentinel               // a registered sentinel was reached
+	ReasonUntil                  // the until address of Start was reached
+	ReasonStopped                // Stop was called (from a hook)
+	ReasonBudget                 // instruction count or timeout exhausted
+	ReasonIntr                   // an interrupt that is not a sentinel
+	ReasonFault                  // invalid memory access
+	ReasonPanic                  // a Go hook panicked
+	ReasonError                  // any other Unicorn error
+)
+
+var reasonNames = [...]string{"halt", "sentinel", "until", "stopped", "budget",
+	"interrupt", "fault", "panic", "error"}
+
+func (r Reason) String() string {
+	if r >= 0 && int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("Reason(%d)", int(r))
+}
+
+// Exit describes how a run ended.
+type Exit struct {
+	Reason   Reason
+	PC       uint64 // pc after the run
+	Sentinel uint64 // the sentinel's address, for ReasonSentinel
+	Intr     uint32 // interrupt number, for ReasonIntr and trap sentinels
+	Count    uint64 // instructions counted by CountInsns hooks
+}
+
+// Start runs from begin like uc_emu_start: until a sentinel, the until
+// address, Stop, the timeout (0: none) or count instructions (0: no limit).
+// A non-zero until costs a translation-block invalidation per run and a
+// timeout costs a thread per run; see the package doc. Interrupts that no Go
+// hook handles stop the run and are returned as errors unless they are
+// sentinels.
+func (e *Engine) Start(begin, until uint64, timeout time.Duration, count uint64) (Exit, error) {
+	if err := e.enter(); err != nil {
+		return Exit{}, err
+	}
+	us := uint64(0)
+	if timeout > 0 {
+		us = max(uint64(timeout/time.Microsecond), 1)
+	}
+	rc := C.tj_emu_start(e.uc, e.st, C.uint64_t(begin), C.uint64_t(until), C.uint64_t(us), C.uint64_t(count))
+	return e.exit(rc, until, count > 0 || timeout > 0)
+}
+
+// RunRegs is Run with the per-call register traffic folded into the same
+// cgo call: it writes in[i] = inVals[i], runs, then reads out[i] into
+// outVals[i] (also after a failed run).
+func (e *Engine) RunRegs(begin, count uint64, in []Reg, inVals []uint64, out []Reg, outVals []uint64) (Exit, error) {
+	if len(inVals) < len(in) || len(outVals) < len(out) {
+		return Exit{}, &Error{Op: "run", Code: ErrArg, Msg: "fewer values than registers"}
+	}
+	if err := e.enter(); err != nil {
+		return Exit{}, err
+	}
+	var pin, pout *C.int
+	var vin, vout *C.uint64_t
+	if len(in) > 0 {
+		pin, vin = (*C.int)(unsafe.Pointer(&in[0])), (*C.uint64_t)(unsafe.Pointer(&inVals[0]))
+	}
+	if len(out) > 0 {
+		pout, vout = (*C.int)(unsafe.Pointer(&out[0])), (*C.uint64_t)(unsafe.Pointer(&outVals[0]))
+	}
+	rc := C.tj_run(e.uc, e.st, C.uint64_t(begin), 0, C.uint64_t(count),
+		pin, vin, C.int(len(in)), pout, vout, C.int(len(out)))
+	x, err := e.exit(rc, 0, count > 0)
+	if err != nil {
+		return x, err
+	}
+	return x, runCheck(x)
+}
+
+// enter starts a run: one at a time, state reset.
+func (e *Engine) enter() error {
+	if e.uc == nil {
+		return ErrClosed
+	}
+	if e.running {
+		return &Error{Op: "emu_start", Msg: "nested runs are not supported"}
+	}
+	e.running, e.stopReq, e.panic = true, false, nil
+	return nil
+}
+
+// exit classifies how the run ended from Unicorn's return code and what the
+// C hooks recorded.
+func (e *Engine) exit(rc C.uc_err, until uint64, limited bool) (Exit, error) {
+	e.running = false
+	st := e.st
+	x := Exit{PC: uint64(st.pc), Count: uint64(st.icount)}
+	switch {
+	case e.panic != nil:
+		x.Reason = ReasonPanic
+		p := e.panic
+		e.panic = nil
+		return x, p
+	case rc != C.UC_ERR_OK:
+		err := &Error{Op: "emu_start", Code: Code(rc)}
+		x.Reason = ReasonError
+		if st.has_fault != 0 && isMemCode(Code(rc)) {
+			x.Reason = ReasonFault
+			err.Fault = &Fault{Kind: Access(st.fault_type), Addr: uint64(st.fault_addr),
+				Size: int(st.fault_size), Value: int64(st.fault_value), PC: uint64(st.fault_pc)}
+		}
+		return x, err
+	case st.reason == C.TJ_STOP_INTR:
+		x.Intr = uint32(st.intno)
+		if a, ok := e.sentinels[uint64(st.intr_pc)]; ok {
+			x.Reason, x.Sentinel = ReasonSentinel, a
+			return x, nil
+		}
+		x.Reason = ReasonIntr
+		return x, &Error{Op: "emu_start", Code: ErrException,
+			Intr: &Intr{No: uint32(st.intno), PC: uint64(st.intr_pc)}}
+	case st.reason == C.TJ_STOP_AT:
+		x.Reason, x.Sentinel = ReasonSentinel, uint64(st.stop_pc)
+	case e.stopReq:
+		x.Reason = ReasonStopped
+	case x.PC == until:
+		x.Reason = ReasonUntil
+	default:
+		if a, ok := e.sentinels[x.PC]; ok {
+			x.Reason, x.Sentinel = ReasonSentinel, a
+		} else if limited && !e.haltedBefore(x.PC) {
+			x.Reason = ReasonBudget
+		} else {
+			x.Reason = ReasonHalt
+		}
+	}
+	return x, nil
+}
+
+// Run executes from begin until a sentinel stops it. Anything else is an
+// error: halting elsewhere, exhausting count (0: no limit), reaching address
+// 0, an interrupt, a fault. A Stop from a hook is not an error.
+func (e *Engine) Run(begin, count uint64) (Exit, error) {
+	// until=0 never invalidates translations; reaching 0 is reported below.
+	x, err := e.Start(begin, 0, 0, count)
+	if err != nil {
+		return x, err
+	}
+	return x, runCheck(x)
+}
+
+// runCheck turns an exit that is not a sentinel (or Stop) into an error.
+func runCheck(x Exit) error {
+	switch x.Reason {
+	case ReasonSentinel, ReasonStopped:
+		return nil
+	case ReasonUntil:
+		return &Error{Op: "run", Msg: "jumped to address 0"}
+	}
+	return &Error{Op: "run", Msg: fmt.Sprintf("ended by %s at pc %#x, not at a sentinel", x.Reason, x.PC)}
+}
+
+// Stop asks a run in progress to end (uc_emu_stop); call it from a hook.
+// The run reports ReasonStopped.
+func (e *Engine) Stop() error {
+	if e.uc == nil {
+		return ErrClosed
+	}
+	e.stopReq = true
+	return check("emu_stop", C.uc_emu_stop(e.uc))
+}
+
+// haltedBefore reports whether the instruction ending at pc is a halt, to
+// tell a hlt/wfi from an exhausted count.
+func (e *Engine) haltedBefore(pc uint64) bool {
+	b := SentinelBytes(e.arch, SentinelHalt)
+	got := make([]byte, len(b))
+	if pc < uint64(len(b)) || e.Read(pc-uint64(len(b)), got) != nil {
+		return false
+	}
+	return string(got) == string(b)
+}
+
+func isMemCode(c Code) bool {
+	switch c {
+	case ErrReadUnmapped, ErrWriteUnmapped, ErrFetchUnmapped,
+		ErrReadProt, ErrWriteProt, ErrFetchProt,
+		ErrReadUnaligned, ErrWriteUnaligned, ErrFetchUnaligned:
+		return true
+	}
+	return false
+}
+
+// recordPanic is called by recovered hook callbacks; the first panic wins.
+func (e *Engine) recordPanic(p *PanicError) {
+	if e.panic == nil {
+		e.panic = p
+	}
+	if e.uc != nil {
+		C.uc_emu_stop(e.uc)
+	}
+}

@@ -1,0 +1,293 @@
+#include <string.h>
+#include "shim.h"
+
+// Implemented in Go (hook.go).
+extern void tjGoCode(uintptr_t h, uint64_t addr, uint32_t size);
+extern void tjGoMem(uintptr_t h, int type, uint64_t addr, int size,
+		    int64_t value);
+extern _Bool tjGoMemInvalid(uintptr_t h, int type, uint64_t addr, int size,
+			    int64_t value);
+extern void tjGoIntr(uintptr_t h, uint32_t intno);
+extern _Bool tjGoInsnInvalid(uintptr_t h);
+extern void tjGoInsn(uintptr_t h);
+
+// Always-on interrupt hook. Any installed UC_HOOK_INTR makes Unicorn treat
+// every interrupt as handled and resume after it, so unless Go hooks take
+// over we stop here ourselves and remember which interrupt it was.
+static void tj_intr_cb(uc_engine *uc, uint32_t intno, void *user)
+{
+	tj_state *st = user;
+	if (st->go_intr)
+		return;
+	if (st->reason == TJ_STOP_NONE) {
+		st->reason = TJ_STOP_INTR;
+		st->intno = intno;
+		uc_reg_read(uc, st->pc_reg, &st->intr_pc);
+	}
+	uc_emu_stop(uc);
+}
+
+// Always-on invalid-memory hook: records the first fault and declines it, so
+// Go hooks installed later still get a chance to handle it.
+static bool tj_mem_cb(uc_engine *uc, uc_mem_type type, uint64_t addr, int size,
+		      int64_t value, void *user)
+{
+	tj_state *st = user;
+	if (!st->has_fault) {
+		st->has_fault = 1;
+		st->fault_type = type;
+		st->fault_addr = addr;
+		st->fault_size = size;
+		st->fault_value = value;
+		uc_reg_read(uc, st->pc_reg, &st->fault_pc);
+	}
+	return false;
+}
+
+uc_err tj_install(uc_engine *uc, tj_state *st, uc_hook *intr, uc_hook *mem)
+{
+	uc_err err = uc_hook_add(uc, intr, UC_HOOK_INTR, tj_intr_cb, st, 1, 0);
+	if (err != UC_ERR_OK)
+		return err;
+	return uc_hook_add(uc, mem, UC_HOOK_MEM_INVALID, tj_mem_cb, st, 1, 0);
+}
+
+uc_err tj_emu_start(uc_engine *uc, tj_state *st, uint64_t begin, uint64_t until,
+		    uint64_t timeout, uint64_t count)
+{
+	st->reason = TJ_STOP_NONE;
+	st->has_fault = 0;
+	st->icount = 0;
+	uc_err err = uc_emu_start(uc, begin, until, timeout, (size_t)count);
+	uc_reg_read(uc, st->pc_reg, &st->pc);
+	return err;
+}
+
+uc_err tj_run(uc_engine *uc, tj_state *st, uint64_t begin, uint64_t until,
+	      uint64_t count, int *in, uint64_t *in_vals, int nin, int *out,
+	      uint64_t *out_vals, int nout)
+{
+	uc_err err = tj_reg_write_batch(uc, in, in_vals, nin);
+	if (err != UC_ERR_OK)
+		return err;
+	err = tj_emu_start(uc, st, begin, until, 0, count);
+	uc_err rerr = tj_reg_read_batch(uc, out, out_vals, nout);
+	return err != UC_ERR_OK ? err : rerr;
+}
+
+// Registers are read through a scratch buffer wide enough for any register
+// (zmm is 64 bytes), so a wide register id cannot overrun the caller's
+// uint64_t.
+uc_err tj_reg_read(uc_engine *uc, int reg, uint64_t *val)
+{
+	uint64_t buf[8] = {0};
+	uc_err err = uc_reg_read(uc, reg, buf);
+	*val = buf[0];
+	return err;
+}
+
+uc_err tj_reg_write(uc_engine *uc, int reg, uint64_t val)
+{
+	uint64_t buf[8] = {val};
+	return uc_reg_write(uc, reg, buf);
+}
+
+#define TJ_BATCH 32
+
+uc_err tj_reg_read_batch(uc_engine *uc, int *regs, uint64_t *vals, int n)
+{
+	uint64_t buf[TJ_BATCH][8];
+	void *ptrs[TJ_BATCH];
+	for (int off = 0; off < n; off += TJ_BATCH) {
+		int m = n - off < TJ_BATCH ? n - off : TJ_BATCH;
+		memset(buf, 0, sizeof(uint64_t) * 8 * m);
+		for (int i = 0; i < m; i++)
+			ptrs[i] = buf[i];
+		uc_err err = uc_reg_read_batch(uc, regs + off, ptrs, m);
+		if (err != UC_ERR_OK)
+			return err;
+		for (int i = 0; i < m; i++)
+			vals[off + i] = buf[i][0];
+	}
+	return UC_ERR_OK;
+}
+
+uc_err tj_reg_write_batch(uc_engine *uc, int *regs, uint64_t *vals, int n)
+{
+	uint64_t buf[TJ_BATCH][8];
+	void *ptrs[TJ_BATCH];
+	for (int off = 0; off < n; off += TJ_BATCH) {
+		int m = n - off < TJ_BATCH ? n - off : TJ_BATCH;
+		memset(buf, 0, sizeof(uint64_t) * 8 * m);
+		for (int i = 0; i < m; i++) {
+			buf[i][0] = vals[off + i];
+			ptrs[i] = buf[i];
+		}
+		uc_err err = uc_reg_write_batch(uc, regs + off, ptrs, m);
+		if (err != UC_ERR_OK)
+			return err;
+	}
+	return UC_ERR_OK;
+}
+
+uc_err tj_context_reg_read(uc_context *ctx, int reg, uint64_t *val)
+{
+	uint64_t buf[8] = {0};
+	uc_err err = uc_context_reg_read(ctx, reg, buf);
+	*val = buf[0];
+	return err;
+}
+
+uc_err tj_context_reg_write(uc_context *ctx, int reg, uint64_t val)
+{
+	uint64_t buf[8] = {val};
+	return uc_context_reg_write(ctx, reg, buf);
+}
+
+uc_err tj_set_cpu_model(uc_engine *uc, int model)
+{
+	return uc_ctl_set_cpu_model(uc, model);
+}
+
+// Hooks that act at translation time (code, block, valid memory accesses)
+// do not reach blocks Unicorn 2.0 has already translated, and uc_mem_write
+// leaves translations of overwritten code in place. tb_flush fixes both but
+// costs 10 ms (seconds the first time), so we drop the translations of
+// [addr, end) page by page instead: Unicorn resolves only the start address.
+uc_err tj_tb_remove(uc_engine *uc, uint64_t addr, uint64_t end)
+{
+	while (addr < end) {
+		uint64_t next = (addr | 4095) + 1;
+		if (next > end || next == 0)
+			next = end;
+		uc_err err = uc_ctl(uc, UC_CTL_WRITE(UC_CTL_TB_REMOVE_CACHE, 2),
+				    addr, next);
+		if (err != UC_ERR_OK)
+			return err;
+		addr = next;
+	}
+	return UC_ERR_OK;
+}
+
+uc_err tj_tb_flush(uc_engine *uc)
+{
+	return uc_ctl(uc, UC_CTL_WRITE(UC_CTL_TB_FLUSH, 0));
+}
+
+uc_err tj_mem_write(uc_engine *uc, uint64_t addr, const void *p, size_t n)
+{
+	uc_err err = uc_mem_write(uc, addr, p, n);
+	if (err != UC_ERR_OK || n == 0)
+		return err;
+	return tj_tb_remove(uc, addr, addr + n);
+}
+
+static void tj_code_cb(uc_engine *uc, uint64_t addr, uint32_t size, void *user)
+{
+	tjGoCode((uintptr_t)user, addr, size);
+}
+
+static void tj_gomem_cb(uc_engine *uc, uc_mem_type type, uint64_t addr,
+			int size, int64_t value, void *user)
+{
+	tjGoMem((uintptr_t)user, type, addr, size, value);
+}
+
+static bool tj_gomem_invalid_cb(uc_engine *uc, uc_mem_type type, uint64_t addr,
+				int size, int64_t value, void *user)
+{
+	return tjGoMemInvalid((uintptr_t)user, type, addr, size, value);
+}
+
+static void tj_gointr_cb(uc_engine *uc, uint32_t intno, void *user)
+{
+	tjGoIntr((uintptr_t)user, intno);
+}
+
+static bool tj_goinsn_invalid_cb(uc_engine *uc, void *user)
+{
+	return tjGoInsnInvalid((uintptr_t)user);
+}
+
+static void tj_goinsn_cb(uc_engine *uc, void *user)
+{
+	tjGoInsn((uintptr_t)user);
+}
+
+uc_err tj_hook_code(uc_engine *uc, uc_hook *hh, int type, uintptr_t user,
+		    uint64_t begin, uint64_t end)
+{
+	return uc_hook_add(uc, hh, type, tj_code_cb, (void *)user, begin, end);
+}
+
+uc_err tj_hook_mem(uc_engine *uc, uc_hook *hh, int type, uintptr_t user,
+		   uint64_t begin, uint64_t end)
+{
+	return uc_hook_add(uc, hh, type, tj_gomem_cb, (void *)user, begin, end);
+}
+
+uc_err tj_hook_mem_invalid(uc_engine *uc, uc_hook *hh, int type, uintptr_t user,
+			   uint64_t begin, uint64_t end)
+{
+	return uc_hook_add(uc, hh, type, tj_gomem_invalid_cb, (void *)user,
+			   begin, end);
+}
+
+uc_err tj_hook_intr(uc_engine *uc, uc_hook *hh, uintptr_t user)
+{
+	return uc_hook_add(uc, hh, UC_HOOK_INTR, tj_gointr_cb, (void *)user, 1,
+			   0);
+}
+
+uc_err tj_hook_insn_invalid(uc_engine *uc, uc_hook *hh, uintptr_t user)
+{
+	return uc_hook_add(uc, hh, UC_HOOK_INSN_INVALID, tj_goinsn_invalid_cb,
+			   (void *)user, 1, 0);
+}
+
+uc_err tj_hook_x86_insn(uc_engine *uc, uc_hook *hh, uintptr_t user,
+			   int insn)
+{
+	return uc_hook_add(uc, hh, UC_HOOK_INSN, tj_goinsn_cb, (void *)user, 1,
+			   0, insn);
+}
+
+static void tj_stop_at_cb(uc_engine *uc, uint64_t addr, uint32_t size,
+			  void *user)
+{
+	tj_state *st = user;
+	if (st->reason == TJ_STOP_NONE) {
+		st->reason = TJ_STOP_AT;
+		st->stop_pc = addr;
+	}
+	uc_emu_stop(uc);
+}
+
+uc_err tj_hook_stop_at(uc_engine *uc, uc_hook *hh, tj_state *st,
+		       uint64_t addr)
+{
+	return uc_hook_add(uc, hh, UC_HOOK_CODE, tj_stop_at_cb, st, addr, addr);
+}
+
+static void tj_count_cb(uc_engine *uc, uint64_t addr, uint32_t size,
+			void *user)
+{
+	((tj_state *)user)->icount++;
+}
+
+uc_err tj_hook_count(uc_engine *uc, uc_hook *hh, tj_state *st, uint64_t begin,
+		     uint64_t end)
+{
+	return uc_hook_add(uc, hh, UC_HOOK_CODE, tj_count_cb, st, begin, end);
+}
+
+static void tj_nop_mem_cb(uc_engine *uc, uc_mem_type type, uint64_t addr,
+			  int size, int64_t value, void *user)
+{
+}
+
+uc_err tj_hook_sync_pc(uc_engine *uc, uc_hook *hh)
+{
+	return uc_hook_add(uc, hh, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE,
+			   tj_nop_mem_cb, NULL, 1, 0);
+}
