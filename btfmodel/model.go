@@ -60,6 +60,9 @@ type FuncModel struct {
 	RetFlags    ArgFlags // ret_flags (6.3+)
 	RetType     btf.Type // nil for void
 	RetTypeName string   // "void", "int", ...
+	// BTFID is the function's BTF id when it came from a BTF file (0 for a prototype string);
+	// some of the kernel's messages print it.
+	BTFID uint32
 	// Conservative is set for the fallback model the kernel uses without a prototype:
 	// MAX_BPF_FUNC_REG_ARGS u64 arguments and an 8-byte return.
 	Conservative bool

@@ -8,6 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
+
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/trampjit/trampjit/btfmodel"
 )
@@ -92,6 +95,9 @@ func (r *Request) Validate() error {
 	case r.Proto == "" && (r.BTF == "" || r.Func == ""):
 		return errors.New("request: needs btf and func, or proto")
 	}
+	if r.Target != "" && r.Target != "bpf" {
+		return fmt.Errorf("request: target %q: want \"\" (a kernel function) or \"bpf\"", r.Target)
+	}
 	if len(r.Progs) == 0 {
 		return errors.New("request: no progs: a trampoline exists only with programs attached")
 	}
@@ -114,6 +120,10 @@ func (r *Request) Validate() error {
 	return nil
 }
 
+// SetDir sets the directory relative BTF paths resolve against (ReadRequest sets it to the
+// request file's).
+func (r *Request) SetDir(dir string) { r.dir = dir }
+
 // BTFPath is the request's BTF file, resolved against the request's directory.
 func (r *Request) BTFPath() string {
 	if r.BTF == "" || filepath.IsAbs(r.BTF) || r.dir == "" {
@@ -131,7 +141,7 @@ func (r *Request) Model() (*btfmodel.FuncModel, error) {
 		}
 		return btfmodel.Distill(fn, r.Kernel)
 	}
-	spec, err := btfmodel.LoadFile(r.BTFPath(), nil)
+	spec, err := loadBTF(r.BTFPath())
 	if err != nil {
 		return nil, err
 	}
@@ -139,5 +149,30 @@ func (r *Request) Model() (*btfmodel.FuncModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return btfmodel.Distill(fn, r.Kernel)
+	m, err := btfmodel.Distill(fn, r.Kernel)
+	if err == nil {
+		if id, ierr := spec.TypeID(fn); ierr == nil {
+			m.BTFID = uint32(id)
+		}
+	}
+	return m, err
+}
+
+// btfCache keeps loaded BTF by path: a corpus has hundreds of requests on one vmlinux.
+var btfCache sync.Map // path -> *btf.Spec
+
+func loadBTF(path string) (*btf.Spec, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := btfCache.Load(abs); ok {
+		return s.(*btf.Spec), nil
+	}
+	spec, err := btfmodel.LoadFile(abs, nil)
+	if err != nil {
+		return nil, err
+	}
+	btfCache.Store(abs, spec)
+	return spec, nil
 }

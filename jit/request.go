@@ -57,6 +57,9 @@ type Request struct {
 	Addrs    *Addrs          `json:"addrs,omitempty"`
 	// Flags overrides the derived BPF_TRAMP_F_* flags, as "0x6" or 6.
 	Flags *Addr `json:"flags,omitempty"`
+	// Target is "" for a kernel function, or "bpf" when the traced function is a BPF
+	// program's (fentry/fexit on a program; arm64 6.1 attaches only to those).
+	Target string `json:"target,omitempty"`
 
 	// dir is the directory relative BTF paths are resolved against.
 	dir string

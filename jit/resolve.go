@@ -44,7 +44,11 @@ func trampKind(k Kind, m *btfmodel.FuncModel) Kind {
 // Resolve turns a validated request and its function model into a Tramp: flags, program lists
 // in emission order, and every address (the request's, or the synthetic layout's).
 func Resolve(req *Request, m *btfmodel.FuncModel) (*Tramp, error) {
-	t := &Tramp{Arch: req.Arch, Kernel: req.Kernel, Model: m, Features: req.Features}
+	if n := len(req.Progs); n > MaxTrampLinks {
+		// bpf_trampoline_link_prog counts links over all kinds.
+		return nil, Reject(E2BIG, "%d programs on one trampoline, at most %d (BPF_MAX_TRAMP_LINKS)", n, MaxTrampLinks)
+	}
+	t := &Tramp{Arch: req.Arch, Kernel: req.Kernel, Model: m, Features: req.Features, ProgTarget: req.Target == "bpf"}
 	if req.Flags != nil {
 		t.Flags = Flags(*req.Flags)
 	} else {

@@ -30,7 +30,7 @@ type CaptureOptions struct {
 	WorkDir  string        // agent, initramfs and console logs; default a temporary directory, removed
 	Jobs     int           // guests run in parallel (default 1; keep <= 2 on small hosts)
 	Timeout  time.Duration // per guest boot (default 90 s plus 5 s per case)
-	BTF      string        // the "btf" path written into each request (default "vmlinux.btf")
+	BTF      string        // the "btf" path written into each request (default "vmlinux.btf.xz")
 	CopyBTF  bool          // copy the guest's /sys/kernel/btf/vmlinux out (~20 s more on x86)
 	Progress io.Writer     // progress lines (optional)
 }
@@ -73,7 +73,7 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 		o.Jobs = 1
 	}
 	if o.BTF == "" {
-		o.BTF = "vmlinux.btf"
+		o.BTF = "vmlinux.btf.xz"
 	}
 	if err := validateCases(o.Cases); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"encoding/hex"
+	"fmt"
 	"strings"
 
 	"github.com/trampjit/trampjit/btfmodel"
@@ -64,6 +65,11 @@ func features(k *vm.KernelImage, info *wire.Info, rethunk bool) jit.Features {
 func toCorpus(k *vm.KernelImage, info *wire.Info, c wire.Case, r wire.CaptureResult, btfPath string) CorpusCase {
 	req := &jit.Request{Arch: btfmodel.Arch(k.Arch), Kernel: btfmodel.Kernel(k.Kernel), BTF: btfPath,
 		Func: c.Func, Progs: c.Progs}
+	if c.Target == "bpf" {
+		// The traced function is the agent's own tj_argsN: N u64 arguments, an int return.
+		req.BTF, req.Func, req.Target = "", "", "bpf"
+		req.Proto = targetProto(c.Func)
+	}
 	out := CorpusCase{ID: c.ID, Request: req, Error: r.Error, Errno: r.Errno, Stage: r.Stage, Log: r.Log,
 		Locate: r.Locate, Checks: r.Checks, Run: r.Run}
 	if info != nil {
@@ -97,4 +103,18 @@ func usesSymbol(r wire.CaptureResult, name string) bool {
 		}
 	}
 	return false
+}
+
+// targetProto is the C prototype of a BPF-program target tj_argsN (kernel/agent/target.go).
+func targetProto(fn string) string {
+	n := 0
+	fmt.Sscanf(strings.TrimPrefix(fn, "tj_args"), "%d", &n)
+	var params []string
+	for i := 0; i < n; i++ {
+		params = append(params, fmt.Sprintf("unsigned long long a%d", i))
+	}
+	if len(params) == 0 {
+		params = []string{"void"}
+	}
+	return fmt.Sprintf("int %s(%s)", fn, strings.Join(params, ", "))
 }

@@ -95,7 +95,7 @@ func CaptureHost(ctx context.Context, profile string, cases []Case, progress io.
 	}
 	eperm := 0
 	for _, c := range cases {
-		cc := toCorpus(rep.Kernel, rep.Info, c, results[c.ID], "vmlinux.btf")
+		cc := toCorpus(rep.Kernel, rep.Info, c, results[c.ID], "vmlinux.btf.xz")
 		if cc.Errno == "EPERM" {
 			eperm++
 		}

@@ -32,8 +32,8 @@ var commands = map[string]command{
 	"gen":    {"generate a trampoline image (listing, json, hex, bin)", runGen},
 	"run":    {"run a trampoline under Unicorn or natively and check what it does", notYet("run")},
 	"verify": {"check BPF programs with the verifier model", notYet("verify")},
-	"kernel": {"capture trampolines, runs and verdicts from real kernels under qemu", notYet("kernel")},
-	"diff":   {"compare generated images with a kernel corpus", notYet("diff")},
+	"kernel": {"capture trampolines, runs and verdicts from real kernels under qemu", runKernel},
+	"diff":   {"compare generated images with a kernel corpus", runDiff},
 }
 
 func notYet(name string) func([]string, io.Writer, io.Writer) error {

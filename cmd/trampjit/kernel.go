@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/kernel"
+)
+
+// kernelCommands are the subcommands of `trampjit kernel`.
+var kernelCommands = map[string]command{
+	"fetch":   {"fetch Debian kernel images (all four profiles with --all)", runKernelFetch},
+	"cases":   {"print the corpus case catalogue for a kernel and arch (JSON lines)", runKernelCases},
+	"capture": {"boot a kernel under qemu and capture trampolines, runs and verdicts", runKernelCapture},
+	"verify":  {"load programs through the real verifier", notYet("kernel verify")},
+}
+
+func runKernel(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		w := stderr
+		if len(args) > 0 {
+			w = stdout
+		}
+		fmt.Fprintln(w, "usage: trampjit kernel <fetch|cases|capture|verify> [flags]")
+		names := make([]string, 0, len(kernelCommands))
+		for n := range kernelCommands {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(w, "  %-8s %s\n", n, kernelCommands[n].summary)
+		}
+		if len(args) == 0 {
+			return &exitError{code: 2, err: errReported}
+		}
+		return nil
+	}
+	cmd, ok := kernelCommands[args[0]]
+	if !ok {
+		return usageErr("unknown kernel subcommand %q", args[0])
+	}
+	return cmd.run(args[1:], stdout, stderr)
+}
+
+// profileFlags are --kernel and --arch, checked.
+type profileFlags struct{ kernel, arch string }
+
+func (p *profileFlags) register(fsKernel func(*string, string, string, string)) {
+	fsKernel(&p.kernel, "kernel", "6.12", "kernel profile: 6.1 or 6.12")
+	fsKernel(&p.arch, "arch", "amd64", "architecture: amd64 or arm64")
+}
+
+func (p *profileFlags) check() error {
+	if _, err := btfmodel.ParseKernel(p.kernel); err != nil {
+		return usageErr("--kernel: %v", err)
+	}
+	a, err := btfmodel.ParseArch(p.arch)
+	if err != nil {
+		return usageErr("--arch: %v", err)
+	}
+	p.arch = string(a)
+	return nil
+}
+
+// interruptible cancels the context on Ctrl-C so guests are killed, not left behind.
+func interruptible() (context.Context, func()) {
+	return signal.NotifyContext(context.Background(), os.Interrupt)
+}
+
+func runKernelFetch(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("kernel fetch", stderr)
+	var p profileFlags
+	var all bool
+	var out output
+	p.register(fs.StringVar)
+	fs.BoolVar(&all, "all", false, "fetch 6.1 and 6.12 for amd64 and arm64")
+	out.register(fs, "text or json")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := out.check("text", "json"); err != nil {
+		return err
+	}
+	targets := [][2]string{{p.kernel, p.arch}}
+	if all {
+		targets = [][2]string{{"6.1", "amd64"}, {"6.1", "arm64"}, {"6.12", "amd64"}, {"6.12", "arm64"}}
+	} else if err := p.check(); err != nil {
+		return err
+	}
+	ctx, stop := interruptible()
+	defer stop()
+	var got []any
+	for _, t := range targets {
+		k, err := kernel.Fetch(ctx, t[0], t[1], stderr)
+		if err != nil {
+			return err
+		}
+		got = append(got, k)
+		if out.format == "text" {
+			fmt.Fprintf(stdout, "%s-%s: %s %s (%s)\n  vmlinuz %s\n", t[0], t[1], k.Package, k.Version, k.Suite, k.Path)
+		}
+	}
+	if out.format == "json" {
+		return json.NewEncoder(stdout).Encode(got)
+	}
+	return nil
+}
+
+func runKernelCases(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("kernel cases", stderr)
+	var p profileFlags
+	p.register(fs.StringVar)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := p.check(); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	for _, c := range kernel.Catalog(p.kernel, p.arch) {
+		if err := enc.Encode(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runKernelCapture(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("kernel capture", stderr)
+	var p profileFlags
+	var casesPath, outDir, only string
+	var jobs int
+	var timeout time.Duration
+	var copyBTF, host bool
+	var out output
+	p.register(fs.StringVar)
+	fs.StringVar(&casesPath, "cases", "", "cases file (JSON array or lines); default: the corpus catalogue (trampjit kernel cases)")
+	fs.StringVar(&only, "only", "", "capture only the cases whose id contains this")
+	fs.StringVar(&outDir, "o", "", "write cases.jsonl, info.json, kernel.json, boots.json here")
+	fs.IntVar(&jobs, "jobs", 1, "guests to run in parallel")
+	fs.DurationVar(&timeout, "timeout", 0, "hard timeout per guest (default 90s plus 5s per case)")
+	fs.BoolVar(&copyBTF, "btf", false, "also copy the guest's vmlinux BTF out (vmlinux.btf.xz)")
+	fs.BoolVar(&host, "host", false, "capture on the running kernel instead of a guest (root; refuses where the kernel does)")
+	out.register(fs, "text or json")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := out.check("text", "json"); err != nil {
+		return err
+	}
+	if err := p.check(); err != nil {
+		return err
+	}
+	var cases []kernel.Case
+	if casesPath != "" {
+		var err error
+		if cases, err = kernel.ReadCases(casesPath); err != nil {
+			return err
+		}
+	} else {
+		cases = kernel.Catalog(p.kernel, p.arch)
+	}
+	if only != "" {
+		var keep []kernel.Case
+		for _, c := range cases {
+			if strings.Contains(c.ID, only) {
+				keep = append(keep, c)
+			}
+		}
+		cases = keep
+	}
+	if len(cases) == 0 {
+		return usageErr("no cases to capture")
+	}
+	ctx, stop := interruptible()
+	defer stop()
+	var rep *kernel.CaptureReport
+	var err error
+	if host {
+		rep, err = kernel.CaptureHost(ctx, p.kernel, cases, stderr)
+		if errors.Is(err, kernel.ErrHostNotPermitted) {
+			fmt.Fprintf(stderr, "trampjit kernel capture --host: skipped: %v\n", err)
+			return nil
+		}
+	} else {
+		rep, err = kernel.Capture(ctx, kernel.CaptureOptions{Kernel: p.kernel, Arch: p.arch, Cases: cases,
+			OutDir: outDir, Jobs: jobs, Timeout: timeout, CopyBTF: copyBTF, Progress: stderr})
+	}
+	if err != nil {
+		return err
+	}
+	if out.format == "json" {
+		return json.NewEncoder(stdout).Encode(rep.Cases)
+	}
+	pal := palette(out.colorful(stdout))
+	ok, refused := 0, 0
+	for _, c := range rep.Cases {
+		if c.Error != "" {
+			refused++
+			fmt.Fprintf(stdout, "%-55s %s %s at %s: %s\n", c.ID, pal.red("refused"), c.Errno, c.Stage, firstLine(c.Error))
+			continue
+		}
+		ok++
+		fmt.Fprintf(stdout, "%-55s %s %d bytes\n", c.ID, pal.green("captured"), len(c.Image)/2)
+	}
+	fmt.Fprintf(stdout, "%d captured, %d refused\n", ok, refused)
+	return nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

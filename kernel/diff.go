@@ -1,0 +1,210 @@
+package kernel
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/trampjit/trampjit/amd64"
+	"github.com/trampjit/trampjit/arm64"
+	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/jit"
+)
+
+// ReadCorpus reads a corpus directory's cases.jsonl; each request's BTF resolves against dir.
+func ReadCorpus(dir string) ([]CorpusCase, error) {
+	f, err := os.Open(filepath.Join(dir, "cases.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []CorpusCase
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var c CorpusCase
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			return nil, fmt.Errorf("%s/cases.jsonl:%d: %w", dir, n, err)
+		}
+		if c.Request == nil {
+			return nil, fmt.Errorf("%s/cases.jsonl:%d: case %s has no request", dir, n, c.ID)
+		}
+		c.Request.SetDir(dir)
+		out = append(out, c)
+	}
+	return out, sc.Err()
+}
+
+// Verdicts of comparing a corpus case with the model.
+const (
+	Match       = "match"  // same bytes, or refused for the same reason
+	Differ      = "differ" // both produced an image, and the bytes differ
+	ModelRefuse = "model-refused"
+	ModelAccept = "model-accepted" // the kernel refused, the model did not
+	Unmodelled  = "unmodelled"     // a refusal the model cannot predict from BTF (see Note)
+)
+
+// DiffResult compares one corpus case with what trampjit generates for its request.
+type DiffResult struct {
+	ID      string `json:"id"`
+	Verdict string `json:"verdict"`
+	Size    int    `json:"size,omitempty"` // kernel image bytes
+	// Offset of the first differing byte, and the instructions there, model vs kernel.
+	Offset int    `json:"offset,omitempty"`
+	Model  string `json:"model,omitempty"`
+	Kernel string `json:"kernel,omitempty"`
+	Note   string `json:"note,omitempty"`
+}
+
+func disassembler(arch btfmodel.Arch) (jit.Backend, jit.Disassembler) {
+	if arch == btfmodel.ARM64 {
+		return arm64.Backend{}, arm64.Disassembler{}
+	}
+	return amd64.Backend{}, amd64.Disassembler{}
+}
+
+// KernelMessage is the kernel's own reason for a refused case: the verifier log's last line
+// for a refused load, else the errno.
+func (c *CorpusCase) KernelMessage() string {
+	lines := strings.Split(strings.TrimSpace(c.Log), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l != "" && !strings.HasPrefix(l, "processed ") && !strings.HasPrefix(l, "verification time") && !strings.HasPrefix(l, "stack depth") {
+			return l
+		}
+	}
+	return ""
+}
+
+// Diff regenerates one case and compares it with the kernel's bytes or refusal.
+func Diff(c *CorpusCase) DiffResult {
+	r := DiffResult{ID: c.ID}
+	req := c.Request
+	img, tr, err := generate(req)
+	if c.Error != "" {
+		return diffRefusal(c, r, err)
+	}
+	want, herr := hex.DecodeString(c.Image)
+	if herr != nil || len(want) == 0 {
+		r.Verdict, r.Note = Differ, "corpus case has neither an image nor an error"
+		return r
+	}
+	r.Size = len(want)
+	if err != nil {
+		r.Verdict, r.Note = ModelRefuse, err.Error()
+		return r
+	}
+	if bytes.Equal(img.Code, want) {
+		r.Verdict = Match
+		return r
+	}
+	r.Verdict = Differ
+	off := 0
+	for off < len(img.Code) && off < len(want) && img.Code[off] == want[off] {
+		off++
+	}
+	_, dis := disassembler(req.Arch)
+	syms := tr.Symbols()
+	start := insnAt(img.Code, off, img.Base, dis)
+	r.Offset = off
+	r.Model = describeAt(img.Code, start, img.Base, dis, syms)
+	r.Kernel = describeAt(want, start, img.Base, dis, syms)
+	if len(img.Code) != len(want) {
+		r.Note = fmt.Sprintf("model %d bytes, kernel %d", len(img.Code), len(want))
+	}
+	return r
+}
+
+func generate(req *jit.Request) (*jit.Image, *jit.Tramp, error) {
+	m, err := req.Model()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := jit.CheckAttach(req, m, nil); err != nil {
+		return nil, nil, err
+	}
+	tr, err := jit.Resolve(req, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	be, _ := disassembler(req.Arch)
+	img, err := be.Generate(tr)
+	return img, tr, err
+}
+
+// diffRefusal checks that the model refuses a case the kernel refused, for the same reason.
+func diffRefusal(c *CorpusCase, r DiffResult, err error) DiffResult {
+	if c.Errno == "EBUSY" && c.Stage == "attach" {
+		// bpf_arch_text_poke finds no fentry NOP at a function ftrace does not manage
+		// (notrace code): BTF does not say which functions those are.
+		r.Verdict, r.Note = Unmodelled, "the kernel cannot patch this function (EBUSY: not ftrace-managed)"
+		if err != nil {
+			r.Note += "; model: " + err.Error()
+		}
+		return r
+	}
+	if err == nil {
+		r.Verdict, r.Note = ModelAccept, "kernel: "+firstNonEmpty(c.KernelMessage(), c.Errno, c.Error)
+		return r
+	}
+	msg := c.KernelMessage()
+	var ae *jit.AttachError
+	var errno jit.Errno
+	switch {
+	case msg != "" && strings.Contains(err.Error(), msg):
+		r.Verdict = Match
+	case errors.As(err, &ae) && msg == "" && ae.Verdict.Errno == c.Errno:
+		r.Verdict = Match // refused with no log line (btf_id_deny): same errno
+	case errors.As(err, &errno) && errno.Name() == c.Errno:
+		r.Verdict = Match
+	default:
+		r.Verdict = Differ
+		r.Note = fmt.Sprintf("kernel: %s %s; model: %v", c.Errno, firstNonEmpty(msg, c.Error), err)
+	}
+	return r
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// insnAt finds the start of the instruction containing byte off.
+func insnAt(code []byte, off int, base uint64, dis jit.Disassembler) int {
+	start := 0
+	for start < len(code) {
+		in, err := dis.Decode(code[start:], base+uint64(start))
+		if err != nil || in.Len <= 0 || start+in.Len > off {
+			return start
+		}
+		start += in.Len
+	}
+	return start
+}
+
+// describeAt prints the instruction at off, symbolized, for a side-by-side report.
+func describeAt(code []byte, off int, base uint64, dis jit.Disassembler, syms map[uint64]string) string {
+	if off >= len(code) {
+		return "(end of code)"
+	}
+	lines, _ := jit.BuildListing(&jit.Image{Base: base, Code: code}, dis, syms)
+	for _, l := range lines {
+		if l.Offset == off {
+			return fmt.Sprintf("%x: %s  %s", off, l.Bytes, l.Asm)
+		}
+	}
+	return fmt.Sprintf("%x: % x (not an instruction boundary)", off, code[off:min(off+8, len(code))])
+}
