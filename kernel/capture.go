@@ -1,7 +1,7 @@
 package kernel
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -310,24 +310,15 @@ func writeOutputs(dir string, rep *CaptureReport) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(dir, "cases.jsonl"))
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
+	var cases bytes.Buffer
 	for _, c := range rep.Cases {
 		b, err := json.Marshal(c)
 		if err != nil {
-			f.Close()
 			return fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		w.Write(append(b, '\n'))
+		cases.Write(append(b, '\n'))
 	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := writeAtomic(filepath.Join(dir, "cases.jsonl"), cases.Bytes()); err != nil {
 		return err
 	}
 	if rep.BTF != nil {
@@ -335,34 +326,45 @@ func writeOutputs(dir string, rep *CaptureReport) error {
 			return err
 		}
 	}
-	for name, v := range map[string]any{"info.json": rep.Info, "kernel.json": rep.Kernel, "boots.json": rep.Boots} {
+	// The committed record says which package was booted, not where this machine cached it.
+	var k *vm.KernelImage
+	if rep.Kernel != nil {
+		kk := *rep.Kernel
+		kk.Path, kk.Config, kk.Deb = "", "", ""
+		k = &kk
+	}
+	for name, v := range map[string]any{"info.json": rep.Info, "kernel.json": k, "boots.json": rep.Boots} {
 		b, _ := json.MarshalIndent(v, "", "  ")
-		if err := os.WriteFile(filepath.Join(dir, name), append(b, '\n'), 0o644); err != nil {
+		if err := writeAtomic(filepath.Join(dir, name), append(b, '\n')); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func writeXZ(path string, data []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
+// writeAtomic writes a file whole or not at all: a temporary file renamed into place.
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	w, err := xz.NewWriter(f)
+	return os.Rename(tmp, path)
+}
+
+func writeXZ(path string, data []byte) error {
+	var buf bytes.Buffer
+	w, err := xz.NewWriter(&buf)
 	if err != nil {
-		f.Close()
 		return err
 	}
 	if _, err := w.Write(data); err != nil {
-		f.Close()
 		return err
 	}
 	if err := w.Close(); err != nil {
-		f.Close()
 		return err
 	}
-	return f.Close()
+	return writeAtomic(path, buf.Bytes())
 }
 
 // syncWriter serialises progress lines from parallel guests.

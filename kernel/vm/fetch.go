@@ -17,15 +17,15 @@ import (
 
 // KernelImage is a fetched Debian kernel: the vmlinuz and where it came from.
 type KernelImage struct {
-	Kernel  string `json:"kernel"`  // profile, "6.1" or "6.12"
-	Arch    string `json:"arch"`    // "amd64" or "arm64"
-	Suite   string `json:"suite"`   // Debian suite it was picked from
-	Package string `json:"package"` // binary package that shipped the vmlinuz
-	Version string `json:"version"` // its Debian version, e.g. "6.12.117-1"
-	Release string `json:"release"` // uname -r, from the vmlinuz file name
-	Path    string `json:"path"`    // absolute path of the cached vmlinuz
-	Config  string `json:"config"`  // absolute path of the cached boot/config-*
-	Deb     string `json:"deb"`     // the cached package
+	Kernel  string `json:"kernel"`           // profile, "6.1" or "6.12"
+	Arch    string `json:"arch"`             // "amd64" or "arm64"
+	Suite   string `json:"suite"`            // Debian suite it was picked from
+	Package string `json:"package"`          // binary package that shipped the vmlinuz
+	Version string `json:"version"`          // its Debian version, e.g. "6.12.117-1"
+	Release string `json:"release"`          // uname -r, from the vmlinuz file name
+	Path    string `json:"path,omitempty"`   // absolute path of the cached vmlinuz
+	Config  string `json:"config,omitempty"` // absolute path of the cached boot/config-*
+	Deb     string `json:"deb,omitempty"`    // the cached package
 }
 
 // ConfigValue returns a CONFIG_ option's value from the kernel's config ("y", "m", a
