@@ -45,6 +45,9 @@ func sameX86(got, want []byte) error {
 			fixed = 1 // rel32 target
 		case wi.Op == x86asm.MOV && n == 10 && want[i]&0xf8 == 0x48 && want[i+1]&0xf8 == 0xb8:
 			fixed = 2 // movabs imm64
+		case wi.Op == x86asm.MOV && n == 7 && want[i] == 0x48 && want[i+1] == 0xc7 && want[i+2]&0xf8 == 0xc0 &&
+			want[i+6]&0x80 != 0 && got[i+6]&0x80 != 0:
+			fixed = 3 // sign-extended imm32 of a kernel-text address (IP_ARG's func_addr, 6.12)
 		}
 		for j := 0; j < fixed; j++ {
 			if got[i+j] != want[i+j] {
