@@ -61,11 +61,18 @@ fuzz: deps
 		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 
+# Fetch the Debian kernel images (cached under $$XDG_CACHE_HOME/trampjit).
 kernels: build
-	@echo "kernels: not implemented yet (kernel backend, issue 3)"; exit 2
+	bin/trampjit kernel fetch --all
 
-corpus: build
-	@echo "corpus: not implemented yet (kernel backend, issue 3)"; exit 2
+# Re-capture the kernel corpus (testdata/kernel/<kernel>-<arch>) from real kernels under qemu.
+PROFILES := 6.12-amd64 6.1-amd64 6.12-arm64 6.1-arm64
+corpus: kernels
+	@for p in $(PROFILES); do \
+		k=$${p%%-*}; a=$${p##*-}; echo "== corpus $$p"; \
+		bin/trampjit kernel capture --kernel $$k --arch $$a --btf -o testdata/kernel/$$p || exit 1; \
+		bin/trampjit diff --corpus testdata/kernel/$$p | tail -2; \
+	done
 
 clean:
 	rm -rf bin
