@@ -312,8 +312,8 @@ func TestHelpers(t *testing.T) {
 		p     jit.Prog
 		enter string
 	}{
-		{k61, fentry, "__bpf_prog_enter"},
-		{k61, jit.Prog{Kind: jit.Fentry, Sleepable: true}, "__bpf_prog_enter_sleepable"},
+		{k61, fentry, "__bpf_prog_enter_recur"}, // Debian 6.1.176 (kernel corpus)
+		{k61, jit.Prog{Kind: jit.Fentry, Sleepable: true}, "__bpf_prog_enter_sleepable_recur"},
 		{k612, fentry, "__bpf_prog_enter_recur"},
 		{k612, jit.Prog{Kind: jit.Fexit, Sleepable: true}, "__bpf_prog_enter_sleepable_recur"},
 		{k612, jit.Prog{Kind: jit.LSM}, "__bpf_prog_enter"},

@@ -95,7 +95,7 @@ func TestCaptures(t *testing.T) {
 		funcEndbr   uint64 // poisoned ENDBR before the patched call (spec §4.8)
 	}{
 		{"6.1-amd64-bpf_fentry_test2-fentry-fexit.txt", btfmodel.Kernel61,
-			"__bpf_prog_enter", "__bpf_prog_exit", 0},
+			"__bpf_prog_enter_recur", "__bpf_prog_exit_recur", 0},
 		{"6.12-amd64-bpf_fentry_test2-fentry-fexit.txt", btfmodel.Kernel612,
 			"__bpf_prog_enter_recur", "__bpf_prog_exit_recur", 4},
 	} {

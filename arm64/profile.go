@@ -45,9 +45,9 @@ const MaxRegArgs = 8
 const MaxLinks = 38
 
 var profiles = map[btfmodel.Kernel]Profile{
-	// open: 6.1 is modelled at 6.1.20. Later 6.1.y stable releases took the im-load
-	// fix and probably the runtime-stats and BTI fixes (spec §9.1); none is captured.
-	btfmodel.Kernel61: {Kernel: btfmodel.Kernel61},
+	// 6.1 as Debian ships it (6.1.176, captured): the stable series took the im-load, BTI
+	// return and runtime-stats fixes; calls stay indirect and struct args refused.
+	btfmodel.Kernel61: {Kernel: btfmodel.Kernel61, IMMovImm64: true, RetToOrig: true, MovX20FirstThenCBZ: true},
 	btfmodel.Kernel612: {
 		Kernel:             btfmodel.Kernel612,
 		DirectCalls:        true,

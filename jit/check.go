@@ -26,6 +26,9 @@ func (e *AttachError) Error() string {
 // only the model's own rules (distill) and the backend's limits apply to them. errInj is the
 // kernel's error-injection list, or nil when unknown.
 func CheckAttach(req *Request, m *btfmodel.FuncModel, errInj map[string]bool) error {
+	if req.Target == "bpf" {
+		return checkProgTarget(req, m)
+	}
 	if req.Proto != "" {
 		return nil
 	}
@@ -35,6 +38,25 @@ func CheckAttach(req *Request, m *btfmodel.FuncModel, errInj map[string]bool) er
 		if !v.OK && v.Stage == btfmodel.StageLoad {
 			return &AttachError{Prog: i + 1, Verdict: v}
 		}
+	}
+	return nil
+}
+
+// checkProgTarget is bpf_check_attach_target for a BPF-program target: a program's function
+// is never sleepable (it is neither error-injectable nor in an fmod_ret set; captured as
+// "tj_args5 is not sleepable"), and its return code cannot be modified.
+func checkProgTarget(req *Request, m *btfmodel.FuncModel) error {
+	for i, p := range req.Progs {
+		v := btfmodel.Verdict{Type: p.Kind, Stage: btfmodel.StageLoad, Errno: "EINVAL", KernelMsg: true}
+		switch {
+		case p.Sleepable:
+			v.Msg = m.Name + " is not sleepable"
+		case p.Kind == ModRet:
+			v.Msg = "can't modify return codes of BPF programs"
+		default:
+			continue
+		}
+		return &AttachError{Prog: i + 1, Verdict: v}
 	}
 	return nil
 }

@@ -121,8 +121,10 @@ func TestEnterExit(t *testing.T) {
 		{btfmodel.Kernel612, Prog{Kind: Fexit, Sleepable: true}, "__bpf_prog_enter_sleepable_recur", "__bpf_prog_exit_sleepable_recur"},
 		{btfmodel.Kernel612, Prog{Kind: LSM}, "__bpf_prog_enter", "__bpf_prog_exit"},
 		{btfmodel.Kernel612, Prog{Kind: LSM, Sleepable: true}, "__bpf_prog_enter_sleepable", "__bpf_prog_exit_sleepable"},
-		{btfmodel.Kernel61, Prog{Kind: Fentry}, "__bpf_prog_enter", "__bpf_prog_exit"},
-		{btfmodel.Kernel61, Prog{Kind: ModRet, Sleepable: true}, "__bpf_prog_enter_sleepable", "__bpf_prog_exit_sleepable"},
+		// Debian 6.1.176 has the 6.2 table (the kernel corpus names __bpf_prog_enter_recur).
+		{btfmodel.Kernel61, Prog{Kind: Fentry}, "__bpf_prog_enter_recur", "__bpf_prog_exit_recur"},
+		{btfmodel.Kernel61, Prog{Kind: ModRet, Sleepable: true}, "__bpf_prog_enter_sleepable_recur", "__bpf_prog_exit_sleepable_recur"},
+		{btfmodel.Kernel61, Prog{Kind: LSM}, "__bpf_prog_enter", "__bpf_prog_exit"},
 	} {
 		if e, x := EnterExit(c.k, c.p); e != c.enter || x != c.exit {
 			t.Errorf("%s %+v: %s/%s, want %s/%s", c.k, c.p, e, x, c.enter, c.exit)

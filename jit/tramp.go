@@ -48,12 +48,12 @@ func (e *MissingHelperError) Error() string {
 	return "addrs.helpers has no address for " + e.Name + ", which this profile calls"
 }
 
-// EnterExit names the __bpf_prog_enter*/exit* pair the trampoline calls around a program.
-// 6.12 picks them in bpf_trampoline_enter/exit (kernel/bpf/trampoline.c): TRACING programs
-// use the _recur variants, LSM programs the plain ones. 6.1 picks inline in the arch JIT and
-// has no _recur variants (the recursion check lives in __bpf_prog_enter).
+// EnterExit names the __bpf_prog_enter*/exit* pair the trampoline calls around a program, as
+// bpf_trampoline_enter/exit (kernel/bpf/trampoline.c) pick them: TRACING programs use the
+// _recur variants, LSM programs the plain ones. Debian's 6.1.176 has the same table (the
+// kernel corpus shows __bpf_prog_enter_recur on 6.1), not 6.1.0's inline choice.
 func EnterExit(k btfmodel.Kernel, p Prog) (enter, exit string) {
-	recur := p.Kind != LSM && k != btfmodel.Kernel61
+	recur := p.Kind != LSM
 	switch {
 	case p.Sleepable && recur:
 		return "__bpf_prog_enter_sleepable_recur", "__bpf_prog_exit_sleepable_recur"

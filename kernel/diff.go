@@ -153,7 +153,7 @@ func diffRefusal(c *CorpusCase, r DiffResult, err error) DiffResult {
 		return r
 	}
 	if err == nil {
-		r.Verdict, r.Note = ModelAccept, "kernel: "+firstNonEmpty(c.KernelMessage(), c.Errno, c.Error)
+		r.Verdict, r.Note = ModelAccept, "kernel: "+firstOf(c.KernelMessage(), c.Errno, c.Error)
 		return r
 	}
 	msg := c.KernelMessage()
@@ -168,12 +168,12 @@ func diffRefusal(c *CorpusCase, r DiffResult, err error) DiffResult {
 		r.Verdict = Match
 	default:
 		r.Verdict = Differ
-		r.Note = fmt.Sprintf("kernel: %s %s; model: %v", c.Errno, firstNonEmpty(msg, c.Error), err)
+		r.Note = fmt.Sprintf("kernel: %s %s; model: %v", c.Errno, firstOf(msg, c.Error), err)
 	}
 	return r
 }
 
-func firstNonEmpty(s ...string) string {
+func firstOf(s ...string) string {
 	for _, x := range s {
 		if x != "" {
 			return x
