@@ -12,7 +12,7 @@ import "github.com/trampjit/trampjit/btfmodel"
 //	image        0xffffffffc0000000    0xffff800080000000
 //	bpf_func #i  0xffffffffc0001000+   0xffff800080001000+   (i-1)*0x100
 //	prog #i      0xffffc90000010000+   0xffff800082010000+   (i-1)*0x1000
-//	im           0xffff888100000000    0xffff000100000000
+//	im           0xffff888100000000    0xfff0000001234400    (3-insn load, as captured)
 //	func         0xffffffff81200000    0xffffa00080200000    (ip: the patch site)
 //	helpers      0xffffffff81100000+   0xffffa00080100000+   0x40 apart, in SyntheticHelpers order
 func Synthetic(arch btfmodel.Arch, k btfmodel.Kernel, nprogs int) *Addrs {
@@ -20,7 +20,7 @@ func Synthetic(arch btfmodel.Arch, k btfmodel.Kernel, nprogs int) *Addrs {
 	b := base{0xffffffffc0000000, 0xffffffffc0001000, 0xffffc90000010000, 0xffff888100000000, 0xffffffff81200000, 0xffffffff81100000}
 	ip := b.fn // 6.1 x86: the call is the first instruction
 	if arch == btfmodel.ARM64 {
-		b = base{0xffff800080000000, 0xffff800080001000, 0xffff800082010000, 0xffff000100000000, 0xffffa00080200000, 0xffffa00080100000}
+		b = base{0xffff800080000000, 0xffff800080001000, 0xffff800082010000, 0xfff0000001234400, 0xffffa00080200000, 0xffffa00080100000}
 		ip = b.fn + 4 // mov x9, x30; bl <trampoline>
 	} else if k != btfmodel.Kernel61 {
 		ip = b.fn + 4 // endbr64 (IBT builds), then the call
