@@ -48,3 +48,5 @@ func (Disassembler) Decode(code []byte, pc uint64) (jit.Inst, error) {
 	}
 	return jit.Inst{Len: inst.Len, Text: text}, nil
 }
+
+func init() { jit.Register(Backend{}, Disassembler{}) }

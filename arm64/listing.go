@@ -55,3 +55,5 @@ func (Disassembler) Decode(code []byte, pc uint64) (jit.Inst, error) {
 	}
 	return jit.Inst{Len: 4, Text: text}, nil
 }
+
+func init() { jit.Register(Backend{}, Disassembler{}) }

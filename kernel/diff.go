@@ -11,9 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/trampjit/trampjit/amd64"
-	"github.com/trampjit/trampjit/arm64"
-	"github.com/trampjit/trampjit/btfmodel"
+	_ "github.com/trampjit/trampjit/amd64" // registers the x86_64 backend
+	_ "github.com/trampjit/trampjit/arm64" // registers the arm64 backend
 	"github.com/trampjit/trampjit/jit"
 )
 
@@ -65,13 +64,6 @@ type DiffResult struct {
 	Note   string `json:"note,omitempty"`
 }
 
-func disassembler(arch btfmodel.Arch) (jit.Backend, jit.Disassembler) {
-	if arch == btfmodel.ARM64 {
-		return arm64.Backend{}, arm64.Disassembler{}
-	}
-	return amd64.Backend{}, amd64.Disassembler{}
-}
-
 // KernelMessage is the kernel's own reason for a refused case: the verifier log's last line
 // for a refused load, else the errno.
 func (c *CorpusCase) KernelMessage() string {
@@ -112,7 +104,7 @@ func Diff(c *CorpusCase) DiffResult {
 	for off < len(img.Code) && off < len(want) && img.Code[off] == want[off] {
 		off++
 	}
-	_, dis := disassembler(req.Arch)
+	_, dis, _ := jit.Lookup(req.Arch)
 	syms := tr.Symbols()
 	start := insnAt(img.Code, off, img.Base, dis)
 	r.Offset = off
@@ -125,19 +117,7 @@ func Diff(c *CorpusCase) DiffResult {
 }
 
 func generate(req *jit.Request) (*jit.Image, *jit.Tramp, error) {
-	m, err := req.Model()
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := jit.CheckAttach(req, m, nil); err != nil {
-		return nil, nil, err
-	}
-	tr, err := jit.Resolve(req, m)
-	if err != nil {
-		return nil, nil, err
-	}
-	be, _ := disassembler(req.Arch)
-	img, err := be.Generate(tr)
+	tr, img, err := jit.Generate(req)
 	return img, tr, err
 }
 

@@ -12,19 +12,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/trampjit/trampjit/amd64"
-	"github.com/trampjit/trampjit/arm64"
+	_ "github.com/trampjit/trampjit/amd64" // registers the x86_64 backend
+	_ "github.com/trampjit/trampjit/arm64" // registers the arm64 backend
 	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/jit"
 )
-
-// backend returns the emitter and disassembler for an architecture.
-func backend(arch btfmodel.Arch) (jit.Backend, jit.Disassembler) {
-	if arch == btfmodel.ARM64 {
-		return arm64.Backend{}, arm64.Disassembler{}
-	}
-	return amd64.Backend{}, amd64.Disassembler{}
-}
 
 // requestFlags are the flags that build a gen request without a file; gen and run share them.
 type requestFlags struct {
@@ -110,27 +102,6 @@ func (r *requestFlags) build(fs *flag.FlagSet) (*jit.Request, error) {
 	return req, nil
 }
 
-// generate runs a request through the model, the attach checks and the backend.
-func generate(req *jit.Request) (*jit.Tramp, *jit.Image, error) {
-	m, err := req.Model()
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := jit.CheckAttach(req, m, nil); err != nil {
-		return nil, nil, err
-	}
-	tr, err := jit.Resolve(req, m)
-	if err != nil {
-		return nil, nil, err
-	}
-	be, _ := backend(req.Arch)
-	img, err := be.Generate(tr)
-	if err != nil {
-		return nil, nil, err
-	}
-	return tr, img, nil
-}
-
 // genJSON is `trampjit gen --format json` (gen-request.md).
 type genJSON struct {
 	Arch     string        `json:"arch"`
@@ -165,11 +136,14 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tr, img, err := generate(req)
+	tr, img, err := jit.Generate(req)
 	if err != nil {
 		return err
 	}
-	_, dis := backend(req.Arch)
+	_, dis, err := jit.Lookup(req.Arch)
+	if err != nil {
+		return err
+	}
 	w, commit, err := outputFile(outPath, stdout)
 	if err != nil {
 		return err
