@@ -16,7 +16,7 @@ import (
 	"github.com/trampjit/trampjit/jit"
 )
 
-const captureFile = "testdata/6.12-arm64-bpf_fentry_test2-fentry-fexit.txt"
+const captureFile = "testdata/captures/6.12-arm64-bpf_fentry_test2-fentry-fexit.txt"
 
 // readCapture returns the captured bytes up to the first brk #0x100 (the end of code)
 // and the disassembly text of each word.
