@@ -1,0 +1,110 @@
+package verifier
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/trampjit/trampjit/btfmodel"
+)
+
+// Program is one BPF program as handed to BPF_PROG_LOAD.
+type Program struct {
+	Name    string
+	Section string // "fentry/tcp_v4_connect", "lsm.s/file_open", ...; fills the fields below when set
+	// AttachType, Target and Sleepable: from Section unless set explicitly. Target is the BTF
+	// function name (for LSM the bpf_lsm_ hook, e.g. "bpf_lsm_file_open").
+	AttachType   btfmodel.AttachType
+	Target       string
+	Sleepable    bool
+	License      string
+	Maps         []Map
+	Instructions asm.Instructions
+}
+
+// Map describes a map the program references. A ld_imm64 with BPF_PSEUDO_MAP_FD or
+// BPF_PSEUDO_MAP_VALUE names it by symbol (the reference cilium's ELF loader records, e.g.
+// "counts" or ".rodata") or, without one, by its index in Program.Maps in the immediate.
+type Map struct {
+	Name       string `json:"name"`
+	Type       string `json:"type"` // "hash", "array", "percpu_array", "lru_hash", ...
+	KeySize    uint32 `json:"key_size"`
+	ValueSize  uint32 `json:"value_size"`
+	MaxEntries uint32 `json:"max_entries"`
+	// ReadOnly is BPF_F_RDONLY_PROG (libbpf sets it on .rodata): the program may not write.
+	ReadOnly bool `json:"read_only,omitempty"`
+}
+
+// Env is the kernel the program is loaded into.
+type Env struct {
+	Kernel btfmodel.Kernel
+	Arch   btfmodel.Arch
+	BTF    *btf.Spec
+	// ErrorInjection is the error-injection list by function name; nil means unknown (see
+	// btfmodel.AttachEnv).
+	ErrorInjection map[string]bool
+}
+
+// Result is the verifier's answer.
+type Result struct {
+	Accepted bool `json:"accepted"`
+	// Error is the kernel's last error line (empty when accepted, or when the kernel rejects
+	// without a message, as for btf_id_deny). Lines starting "model: " are the model's own:
+	// input it cannot load, or constructs it does not model.
+	Error string   `json:"error"`
+	Errno string   `json:"errno,omitempty"` // "EINVAL", "EACCES", ... when rejected
+	Log   []string `json:"log"`
+	// Loads explains, for accepted programs, every ctx and BTF load, in insn order.
+	Loads []LoadExplanation `json:"loads"`
+	// Notes are model caveats: things the model does not know (an unmodelled helper, an
+	// attach-time refusal that happens after loading, ...).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// LoadExplanation explains one ctx or PTR_TO_BTF_ID load.
+type LoadExplanation struct {
+	Insn int    `json:"insn"`
+	Text string `json:"text"` // "r2 = ctx[0] (struct sock *) -> PTR_TO_BTF_ID sock"
+}
+
+func (l LoadExplanation) String() string { return fmt.Sprintf("%d: %s", l.Insn, l.Text) }
+
+// ParseSection splits a libbpf section name into attach type, target and sleepable flag.
+func ParseSection(sec string) (btfmodel.AttachType, string, bool, error) {
+	kind, target, ok := strings.Cut(sec, "/")
+	if !ok || target == "" {
+		return "", "", false, fmt.Errorf("section %q: want <kind>/<function>", sec)
+	}
+	sleepable := strings.HasSuffix(kind, ".s")
+	kind = strings.TrimSuffix(kind, ".s")
+	switch kind {
+	case "fentry", "fexit", "fmod_ret":
+		return btfmodel.AttachType(kind), target, sleepable, nil
+	case "lsm":
+		return btfmodel.LSM, "bpf_lsm_" + target, sleepable, nil
+	}
+	return "", "", false, fmt.Errorf("section %q: unsupported program kind %q (want fentry, fexit, fmod_ret, lsm, optionally with .s)", sec, kind)
+}
+
+// gplCompatible is license_is_gpl_compatible (include/linux/license.h).
+func gplCompatible(l string) bool {
+	switch l {
+	case "GPL", "GPL v2", "GPL and additional rights", "Dual BSD/GPL", "Dual MIT/GPL", "Dual MPL/GPL":
+		return true
+	}
+	return false
+}
+
+// Check loads prog into the modelled kernel: attach checks, then the instruction walk.
+func Check(prog Program, env Env) Result {
+	c := &checker{prog: &prog, env: env}
+	c.run()
+	res := Result{Accepted: c.errMsg == "" && c.errno == "", Log: c.log, Notes: c.notes}
+	if !res.Accepted {
+		res.Error, res.Errno = c.errMsg, c.errno
+	} else {
+		res.Loads = c.loadList()
+	}
+	return res
+}

@@ -1,0 +1,342 @@
+package verifier
+
+import "math"
+
+// Jumps, calls and exit: do_check's BPF_JMP cases, check_cond_jmp_op, is_branch_taken and
+// reg_set_min_max (kernel/bpf/verifier.c).
+
+func (c *checker) jmp(in *insn) (int, bool, error) {
+	is32 := in.class() == clsJMP32
+	op := jmpOps[in.op()>>4]
+	switch op {
+	case "call":
+		if in.isX() || in.off != 0 || in.src != 0 || in.dst != 0 || is32 {
+			c.logf("BPF_CALL uses reserved fields")
+			return 0, false, reject("EINVAL")
+		}
+		return c.idx + 1, false, c.call(in)
+	case "exit":
+		if in.isX() || in.imm != 0 || in.src != 0 || in.dst != 0 || is32 {
+			c.logf("BPF_EXIT uses reserved fields")
+			return 0, false, reject("EINVAL")
+		}
+		return 0, true, c.checkReturn()
+	case "jmp":
+		if in.isX() || in.src != 0 || in.dst != 0 || (!is32 && in.imm != 0) || (is32 && in.off != 0) {
+			c.logf("BPF_JA uses reserved fields")
+			return 0, false, reject("EINVAL")
+		}
+		return in.target(c.idx), false, nil
+	case "":
+		c.logf("invalid BPF_JMP/JMP32 opcode %x", in.op())
+		return 0, false, reject("EINVAL")
+	}
+	if err := c.readReg(in.dst); err != nil {
+		return 0, false, err
+	}
+	var src reg
+	if in.isX() {
+		if in.imm != 0 {
+			c.logf("BPF_JMP/JMP32 uses reserved fields")
+			return 0, false, reject("EINVAL")
+		}
+		if err := c.readReg(in.src); err != nil {
+			return 0, false, err
+		}
+		src = c.st.regs[in.src]
+	} else {
+		if in.src != 0 {
+			c.logf("BPF_JMP/JMP32 uses reserved fields")
+			return 0, false, reject("EINVAL")
+		}
+		v := uint64(int64(in.imm))
+		if is32 {
+			v = uint64(uint32(in.imm))
+		}
+		src = mkScalar(constScalar(v))
+	}
+	dst := c.st.regs[in.dst]
+	target := in.target(c.idx)
+	switch c.branchTaken(&dst, &src, op, is32) {
+	case 1:
+		return target, false, nil
+	case 0:
+		return c.idx + 1, false, nil
+	}
+	defer c.syncLinked(in)
+	other := c.st.clone()
+	// Maybe-null pointer compared with 0: each edge learns which it is (mark_ptr_or_null_regs).
+	if !is32 && !in.isX() && in.imm == 0 && (op == "==" || op == "!=") && dst.flags&flagMaybeNull != 0 && dst.isPtr() {
+		markPtrOrNull(c.st, dst.id, op == "!=")
+		markPtrOrNull(other, dst.id, op == "==")
+	} else if dst.typ == scalarValue && src.typ == scalarValue {
+		d1, s1, ok1 := refine(dst.v, src.v, op, true, is32)
+		d0, s0, ok0 := refine(dst.v, src.v, op, false, is32)
+		other.regs[in.dst].v = d1
+		c.st.regs[in.dst].v = d0
+		if in.isX() {
+			other.regs[in.src].v = s1
+			c.st.regs[in.src].v = s0
+		}
+		if !ok1 {
+			return c.idx + 1, false, nil
+		}
+		if !ok0 {
+			c.st = other
+			return target, false, nil
+		}
+	}
+	if err := c.push(other, target); err != nil {
+		return 0, false, err
+	}
+	return c.idx + 1, false, nil
+}
+
+// markPtrOrNull turns every register (and spill) with this id into a scalar 0 (isNull) or
+// drops PTR_MAYBE_NULL.
+func markPtrOrNull(st *state, id uint32, isNull bool) {
+	fix := func(r *reg) {
+		if r.id != id || !r.isPtr() || r.flags&flagMaybeNull == 0 {
+			return
+		}
+		if isNull {
+			*r = mkScalar(constScalar(0))
+			return
+		}
+		r.flags &^= flagMaybeNull
+		if r.typ == ptrToMapValue || r.flags&flagTrusted == 0 {
+			r.id = 0
+		}
+	}
+	for i := range st.regs {
+		fix(&st.regs[i])
+	}
+	for i := range st.spill {
+		if st.stack[i*regSize] == stackSpill {
+			fix(&st.spill[i])
+		}
+	}
+}
+
+// regNotNull is reg_not_null (6.12) / reg_type_not_null (6.1).
+func (c *checker) regNotNull(r *reg) bool {
+	if r.flags&flagMaybeNull != 0 {
+		return false
+	}
+	switch r.typ {
+	case ptrToMapValue:
+		return true
+	case ptrToBTFID:
+		return !c.kern61() && r.isTrusted()
+	case ptrToMem:
+		return !c.kern61()
+	}
+	return false
+}
+
+// branchTaken is is_branch_taken: 1 taken, 0 not taken, -1 unknown.
+func (c *checker) branchTaken(dst, src *reg, op string, is32 bool) int {
+	if dst.isPtr() || src.isPtr() {
+		p, s := dst, src
+		if src.isPtr() && !dst.isPtr() {
+			if c.kern61() {
+				return -1
+			}
+			p, s = src, dst
+		}
+		if s.typ != scalarValue || !s.v.isConst() || s.v.val() != 0 || !c.regNotNull(p) {
+			return -1
+		}
+		switch op {
+		case "==":
+			return 0
+		case "!=":
+			return 1
+		}
+		return -1
+	}
+	a, b := bounds(dst.v, is32), bounds(src.v, is32)
+	switch op {
+	case "==", "!=":
+		eq := -1
+		if a.isConst() && b.isConst() {
+			eq = b2i(a.umin == b.umin)
+		} else if a.umin > b.umax || a.umax < b.umin || a.smin > b.smax || a.smax < b.smin || (a.t.v^b.t.v)&^(a.t.m|b.t.m) != 0 {
+			eq = 0
+		}
+		if eq < 0 || op == "==" {
+			return eq
+		}
+		return 1 - eq
+	case "&":
+		if b.isConst() {
+			if a.t.v&b.umin != 0 {
+				return 1
+			}
+			if (a.t.v|a.t.m)&b.umin == 0 {
+				return 0
+			}
+		}
+	case ">":
+		return decide(a.umin > b.umax, a.umax <= b.umin)
+	case ">=":
+		return decide(a.umin >= b.umax, a.umax < b.umin)
+	case "<":
+		return decide(a.umax < b.umin, a.umin >= b.umax)
+	case "<=":
+		return decide(a.umax <= b.umin, a.umin > b.umax)
+	case "s>":
+		return decide(a.smin > b.smax, a.smax <= b.smin)
+	case "s>=":
+		return decide(a.smin >= b.smax, a.smax < b.smin)
+	case "s<":
+		return decide(a.smax < b.smin, a.smin >= b.smax)
+	case "s<=":
+		return decide(a.smax <= b.smin, a.smin > b.smax)
+	}
+	return -1
+}
+
+func decide(yes, no bool) int {
+	switch {
+	case yes:
+		return 1
+	case no:
+		return 0
+	}
+	return -1
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// rng is one width's view of a scalar: 64-bit, or the 32-bit subregister widened.
+type rng struct {
+	t          tnum
+	umin, umax uint64
+	smin, smax int64
+}
+
+func (r rng) isConst() bool { return r.umin == r.umax && r.t.isConst() }
+
+func bounds(s scalar, is32 bool) rng {
+	if is32 {
+		return rng{s.t.subreg(), uint64(s.u32min), uint64(s.u32max), int64(s.s32min), int64(s.s32max)}
+	}
+	return rng{s.t, s.umin, s.umax, s.smin, s.smax}
+}
+
+// negate gives the condition that holds on the fall-through edge.
+var negate = map[string]string{"==": "!=", "!=": "==", ">": "<=", ">=": "<", "<": ">=", "<=": ">",
+	"s>": "s<=", "s>=": "s<", "s<": "s>=", "s<=": "s>", "&": "!&"}
+
+// refine is reg_set_min_max for one edge; ok is false when the edge is infeasible.
+func refine(d, s scalar, op string, taken, is32 bool) (scalar, scalar, bool) {
+	if !taken {
+		op = negate[op]
+	}
+	a, b := bounds(d, is32), bounds(s, is32)
+	switch op {
+	case "==":
+		a.umin, a.umax = max(a.umin, b.umin), min(a.umax, b.umax)
+		a.smin, a.smax = max(a.smin, b.smin), min(a.smax, b.smax)
+		a.t = a.t.intersect(b.t)
+		b = a
+	case "!=":
+		if b.isConst() {
+			v := b.umin
+			if a.umin == v && a.umin < a.umax {
+				a.umin++
+			} else if a.umax == v && a.umin < a.umax {
+				a.umax--
+			}
+			if a.smin == int64(v) && a.smin < a.smax {
+				a.smin++
+			} else if a.smax == int64(v) && a.smin < a.smax {
+				a.smax--
+			}
+			if a.isConst() && a.umin == v {
+				return d, s, false
+			}
+		}
+	case "!&":
+		if b.isConst() {
+			a.t = tnum{a.t.v &^ b.umin, a.t.m &^ b.umin}
+		}
+	case ">":
+		if b.umin == math.MaxUint64 || a.umax == 0 {
+			return d, s, false
+		}
+		a.umin, b.umax = max(a.umin, b.umin+1), min(b.umax, a.umax-1)
+	case ">=":
+		a.umin, b.umax = max(a.umin, b.umin), min(b.umax, a.umax)
+	case "<":
+		if b.umax == 0 || a.umin == math.MaxUint64 {
+			return d, s, false
+		}
+		a.umax, b.umin = min(a.umax, b.umax-1), max(b.umin, a.umin+1)
+	case "<=":
+		a.umax, b.umin = min(a.umax, b.umax), max(b.umin, a.umin)
+	case "s>":
+		if b.smin == math.MaxInt64 || a.smax == math.MinInt64 {
+			return d, s, false
+		}
+		a.smin, b.smax = max(a.smin, b.smin+1), min(b.smax, a.smax-1)
+	case "s>=":
+		a.smin, b.smax = max(a.smin, b.smin), min(b.smax, a.smax)
+	case "s<":
+		if b.smax == math.MinInt64 || a.smin == math.MaxInt64 {
+			return d, s, false
+		}
+		a.smax, b.smin = min(a.smax, b.smax-1), max(b.smin, a.smin+1)
+	case "s<=":
+		a.smax, b.smin = min(a.smax, b.smax), max(b.smin, a.smin)
+	}
+	if a.umin > a.umax || a.smin > a.smax || b.umin > b.umax || b.smin > b.smax {
+		return d, s, false
+	}
+	return apply(d, a, is32), apply(s, b, is32), true
+}
+
+func apply(s scalar, r rng, is32 bool) scalar {
+	if is32 {
+		s.u32min, s.u32max = uint32(r.umin), uint32(r.umax)
+		s.s32min, s.s32max = int32(r.smin), int32(r.smax)
+		s.t = s.t.rsh(32).lsh(32).or(r.t.subreg())
+	} else {
+		s.umin, s.umax, s.smin, s.smax, s.t = r.umin, r.umax, r.smin, r.smax, r.t
+	}
+	s.sync()
+	return s
+}
+
+// syncLinked is find_equal_scalars: registers sharing a scalar id get the refined bounds,
+// on the path taken now and on the pushed one.
+func (c *checker) syncLinked(in *insn) {
+	sts := []*state{c.st}
+	if n := len(c.stack); n > 0 && c.stack[n-1].prv == c.idx {
+		sts = append(sts, c.stack[n-1].st)
+	}
+	for _, st := range sts {
+		for _, r := range []uint8{in.dst, in.src} {
+			src := st.regs[r]
+			if src.typ != scalarValue || src.id == 0 {
+				continue
+			}
+			for i := range st.regs {
+				if st.regs[i].typ == scalarValue && st.regs[i].id == src.id {
+					st.regs[i].v = src.v
+				}
+			}
+			for i := range st.spill {
+				if st.stack[i*regSize] == stackSpill && st.spill[i].typ == scalarValue && st.spill[i].id == src.id {
+					st.spill[i].v = src.v
+				}
+			}
+		}
+	}
+}

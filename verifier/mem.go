@@ -1,0 +1,276 @@
+package verifier
+
+import (
+	"strings"
+
+	"github.com/trampjit/trampjit/btfmodel"
+)
+
+// Loads and stores: do_check's BPF_LDX/STX/ST cases and check_mem_access
+// (kernel/bpf/verifier.c), dispatching on the base register's type.
+
+func (c *checker) ldx(in *insn) error {
+	if m := in.mode(); m != modeMEM && m != modeMEMSX {
+		c.logf("BPF_LDX uses reserved fields")
+		return reject("EINVAL")
+	}
+	if err := c.readReg(in.src); err != nil {
+		return err
+	}
+	if err := c.writeReg(in.dst); err != nil {
+		return err
+	}
+	base := c.st.regs[in.src]
+	if err := c.memAccess(in.src, int(in.off), in.size(), false, int(in.dst), nil, in.mode() == modeMEMSX); err != nil {
+		return err
+	}
+	return c.saveAuxPtrType(&base, true)
+}
+
+func (c *checker) stx(in *insn) error {
+	if in.mode() == modeATOMIC {
+		return c.atomic(in)
+	}
+	if in.mode() != modeMEM || in.imm != 0 {
+		c.logf("BPF_STX uses reserved fields")
+		return reject("EINVAL")
+	}
+	if err := c.readReg(in.src); err != nil {
+		return err
+	}
+	if err := c.readReg(in.dst); err != nil {
+		return err
+	}
+	base := c.st.regs[in.dst]
+	if err := c.memAccess(in.dst, int(in.off), in.size(), true, int(in.src), nil, false); err != nil {
+		return err
+	}
+	return c.saveAuxPtrType(&base, false)
+}
+
+func (c *checker) storeImm(in *insn) error {
+	if in.mode() != modeMEM || in.src != 0 {
+		c.logf("BPF_ST uses reserved fields")
+		return reject("EINVAL")
+	}
+	if err := c.readReg(in.dst); err != nil {
+		return err
+	}
+	base := c.st.regs[in.dst]
+	if c.kern61() && base.typ == ptrToCtx {
+		c.logf("BPF_ST stores into R%d %s is not allowed", in.dst, regTypeStr(c.env.Kernel, &base))
+		return reject("EACCES")
+	}
+	imm := int64(in.imm)
+	if err := c.memAccess(in.dst, int(in.off), in.size(), true, -1, &imm, false); err != nil {
+		return err
+	}
+	return c.saveAuxPtrType(&base, false)
+}
+
+// atomic is check_atomic: a read and a write of the destination.
+func (c *checker) atomic(in *insn) error {
+	switch in.imm {
+	case 0x00, 0x40, 0x50, 0xa0, 0x01, 0x41, 0x51, 0xa1, 0xe1, 0xf1:
+	default:
+		c.logf("BPF_ATOMIC uses invalid atomic opcode %02x", in.imm)
+		return reject("EINVAL")
+	}
+	if in.size() != 4 && in.size() != 8 {
+		c.logf("invalid atomic operand size")
+		return reject("EINVAL")
+	}
+	if err := c.readReg(in.src); err != nil {
+		return err
+	}
+	if err := c.readReg(in.dst); err != nil {
+		return err
+	}
+	if in.imm == 0xf1 { // cmpxchg compares with R0
+		if err := c.readReg(0); err != nil {
+			return err
+		}
+	}
+	base := c.st.regs[in.dst]
+	if base.typ == ptrToCtx {
+		c.logf("BPF_ATOMIC stores into R%d %s is not allowed", in.dst, regTypeStr(c.env.Kernel, &base))
+		return reject("EACCES")
+	}
+	load := -1
+	if in.imm&0x01 != 0 {
+		load = int(in.src)
+		if in.imm == 0xf1 {
+			load = 0
+		}
+	}
+	if err := c.memAccess(in.dst, int(in.off), in.size(), false, load, nil, false); err != nil {
+		return err
+	}
+	return c.memAccess(in.dst, int(in.off), in.size(), true, -1, nil, false)
+}
+
+// saveAuxPtrType is save_aux_ptr_type: one insn, one kind of pointer (ctx and BTF pointers).
+func (c *checker) saveAuxPtrType(r *reg, allowTrust bool) error {
+	kind := regTypeStr(btfmodel.Kernel612, r)
+	prev, ok := c.ptrKind[c.idx]
+	if !ok {
+		c.ptrKind[c.idx] = kind
+		return nil
+	}
+	if prev == kind {
+		return nil
+	}
+	special := func(k string) bool { // ctx and PTR_TO_BTF_ID kinds
+		return k == "ctx" || strings.HasSuffix(k, "ptr_") || strings.HasSuffix(k, "or_null_")
+	}
+	if !special(kind) && !special(prev) {
+		return nil
+	}
+	if allowTrust && !c.kern61() && special(kind) && special(prev) && kind != "ctx" && prev != "ctx" {
+		c.ptrKind[c.idx] = "untrusted_ptr_"
+		return nil
+	}
+	c.logf("same insn cannot be used with different pointers")
+	return reject("EINVAL")
+}
+
+// memAccess is check_mem_access. value is the loaded/stored register (-1: none, stImm set
+// for BPF_ST).
+func (c *checker) memAccess(regno uint8, off, size int, write bool, value int, stImm *int64, ldsx bool) error {
+	r := c.st.regs[regno]
+	if r.typ == ptrToStack && size > 1 {
+		if t := r.v.t.add(tconst(uint64(int64(int(r.off) + off)))); !t.aligned(uint64(size)) {
+			c.logf("misaligned stack access off %s+%d+%d size %d", r.v.t, r.off, off, size)
+			return reject("EACCES")
+		}
+	}
+	off += int(r.off)
+	var err error
+	switch {
+	case r.typ == ptrToMapValue && r.flags&flagMaybeNull == 0:
+		if err = c.mapAccessType(&r, off, size, write); err != nil {
+			return err
+		}
+		if err = c.mapAccess(regno, &r, off, size); err == nil && !write && value >= 0 {
+			c.setReg(uint8(value), mkScalar(unknownScalar()))
+		}
+	case r.typ == ptrToCtx:
+		err = c.ctxAccess(regno, &r, off, size, write, value)
+	case r.typ == ptrToStack:
+		err = c.stackAccess(regno, &r, off, size, write, value, stImm)
+	case r.typ == ptrToBTFID && r.flags&flagMaybeNull == 0:
+		err = c.btfAccess(regno, &r, off, size, write, value)
+	case r.typ == ptrToMem && r.flags&flagMaybeNull == 0:
+		if write && r.flags&flagRdonly != 0 {
+			c.logf("R%d cannot write into %s", regno, regTypeStr(c.env.Kernel, &r))
+			return reject("EACCES")
+		}
+		if err = c.memRegion(regno, &r, off, size, r.memSize, "mem"); err == nil && !write && value >= 0 {
+			c.setReg(uint8(value), mkScalar(unknownScalar()))
+		}
+	case r.typ == constPtrToMap:
+		c.note("reads of a map pointer (struct bpf_map fields) are not modelled")
+		c.logf("model: access through a map pointer is not modelled")
+		return reject("EINVAL")
+	default:
+		c.logf("R%d invalid mem access '%s'", regno, regTypeStr(c.env.Kernel, &r))
+		return reject("EACCES")
+	}
+	if err != nil {
+		return err
+	}
+	if !write && value >= 0 && size < 8 && c.st.regs[value].typ == scalarValue {
+		v := c.st.regs[value]
+		v.v = coerce(v.v, size, ldsx)
+		c.st.regs[value] = v
+	}
+	return nil
+}
+
+// coerce is coerce_reg_to_size(_sx): a narrow load zero- (or sign-) extends.
+func coerce(s scalar, size int, sx bool) scalar {
+	bits := uint(size * 8)
+	mask := uint64(1)<<bits - 1
+	if sx {
+		if s.isConst() {
+			return signExtend(s, size*8)
+		}
+		return signExtend(unknownScalar(), size*8)
+	}
+	if s.isConst() {
+		return constScalar(s.val() & mask)
+	}
+	if s.umax <= mask {
+		return s
+	}
+	r := rangeScalar(0, mask)
+	r.t = r.t.intersect(s.t.cast(uint(size)))
+	r.sync()
+	return r
+}
+
+// mapAccessType is check_map_access_type: no writes into a read-only map.
+func (c *checker) mapAccessType(r *reg, off, size int, write bool) error {
+	m := c.prog.Maps[r.mapIdx]
+	if write && m.ReadOnly {
+		c.logf("write into map forbidden, value_size=%d off=%d size=%d", m.ValueSize, off, size)
+		return reject("EACCES")
+	}
+	return nil
+}
+
+// mapAccess is check_map_access via check_mem_region_access.
+func (c *checker) mapAccess(regno uint8, r *reg, off, size int) error {
+	return c.memRegion(regno, r, off, size, int(c.prog.Maps[r.mapIdx].ValueSize), "map_value")
+}
+
+func (c *checker) memRegion(regno uint8, r *reg, off, size, memSize int, kind string) error {
+	bad := func(o int64) bool { return o < 0 || size <= 0 || o+int64(size) > int64(memSize) }
+	msg := func(o int64) {
+		if kind == "map_value" {
+			c.logf("invalid access to map value, value_size=%d off=%d size=%d", memSize, o, size)
+		} else {
+			c.logf("invalid access to memory, mem_size=%d off=%d size=%d", memSize, o, size)
+		}
+	}
+	v := r.v
+	if v.smin < 0 && (v.smin == -1<<63 || v.smin+int64(off) < 0) {
+		c.logf("R%d min value is negative, either use unsigned index or do a if (index >=0) check.", regno)
+		return reject("EACCES")
+	}
+	if o := v.smin + int64(off); bad(o) {
+		msg(o)
+		c.logf("R%d min value is outside of the allowed memory range", regno)
+		return reject("EACCES")
+	}
+	if v.umax >= maxVarOff {
+		c.logf("R%d unbounded memory access, make sure to bounds check any such access", regno)
+		return reject("EACCES")
+	}
+	if o := int64(v.umax) + int64(off); bad(o) {
+		msg(o)
+		c.logf("R%d max value is outside of the allowed memory range", regno)
+		return reject("EACCES")
+	}
+	return nil
+}
+
+// ldImm64 is check_ld_imm.
+func (c *checker) ldImm64(in *insn) error {
+	if in.off != 0 {
+		c.logf("BPF_LD_IMM64 uses reserved fields")
+		return reject("EINVAL")
+	}
+	if err := c.writeReg(in.dst); err != nil {
+		return err
+	}
+	switch in.src {
+	case 0:
+		c.setReg(in.dst, mkScalar(constScalar(in.imm64)))
+	case pseudoMapFD:
+		c.setReg(in.dst, reg{typ: constPtrToMap, mapIdx: c.insnMap[c.idx], v: constScalar(0)})
+	case pseudoMapValue:
+		c.setReg(in.dst, reg{typ: ptrToMapValue, mapIdx: c.insnMap[c.idx], off: int32(in.imm64 >> 32), v: constScalar(0)})
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package verifier
+
+import "github.com/trampjit/trampjit/btfmodel"
+
+// State pruning, kept simple: is_state_visited compares the new state with the states
+// recorded at the same prune point. A recorded state covers a new one when every register
+// that is live there (static liveness) is covered: scalars whose value can still matter
+// (static precision: they may reach a branch, an address, a helper argument, a store or the
+// return check) by range inclusion, other scalars by type, pointers exactly (ids up to
+// renaming). The stack is compared slot by slot. This mirrors states_equal/regsafe/stacksafe
+// (kernel/bpf/verifier.c) with liveness and precision computed statically rather than by
+// backtracking, which is coarser (prunes less) but sound.
+
+type regset uint16
+
+func bit(r uint8) regset { return 1 << r }
+
+const argRegs = regset(0x3e) // R1-R5
+
+// flowInfo is per-insn live-in and precise-in register sets.
+type flowInfo struct{ live, prec []regset }
+
+func (c *checker) succs(i int) []int {
+	in := &c.insns[i]
+	switch {
+	case in.filler:
+		return nil
+	case in.class() == clsJMP && in.op() == 0x90:
+		return nil
+	case in.isJA():
+		return []int{in.target(i)}
+	case in.isJump():
+		return []int{i + 1, in.target(i)}
+	case in.isLdImm64():
+		return []int{i + 2}
+	}
+	return []int{i + 1}
+}
+
+// transfer gives (live-in, precise-in) from (live-out, precise-out).
+func (c *checker) transfer(i int, lo, po regset) (regset, regset) {
+	in := &c.insns[i]
+	d, s := bit(in.dst), bit(in.src)
+	switch in.class() {
+	case clsALU, clsALU64:
+		op := aluOpName(in)
+		switch {
+		case op == "=" && in.isX():
+			li, pi := lo&^d|s, po&^d
+			if po&d != 0 {
+				pi |= s
+			}
+			return li, pi
+		case op == "=":
+			return lo &^ d, po &^ d
+		case op == "neg" || op == "endian" || !in.isX():
+			return lo | d, po
+		}
+		pi := po
+		if po&d != 0 {
+			pi |= s
+		}
+		return lo | d | s, pi
+	case clsLDX:
+		return lo&^d | s, po&^d | s
+	case clsSTX:
+		u := d | s
+		if in.mode() == modeATOMIC && in.imm == 0xf1 {
+			u |= bit(0)
+		}
+		return lo | u, po | u
+	case clsST:
+		return lo | d, po | d
+	case clsLD:
+		if in.isLdImm64() {
+			return lo &^ d, po &^ d
+		}
+		return lo, po
+	case clsJMP, clsJMP32:
+		switch jmpOps[in.op()>>4] {
+		case "call":
+			args := argRegs
+			if p, ok := helperProtos[in.imm]; ok {
+				args = 0
+				for j := range p.args {
+					args |= bit(uint8(j + 1))
+				}
+			}
+			clob := argRegs | bit(0)
+			return lo&^clob | args, po&^clob | args
+		case "exit":
+			r0 := bit(0)
+			if c.prog.AttachType == btfmodel.ModRet || (c.prog.AttachType == btfmodel.LSM && c.kern61()) {
+				return r0, 0
+			}
+			return r0, r0
+		case "jmp":
+			return lo, po
+		}
+		u := d
+		if in.isX() {
+			u |= s
+		}
+		return lo | u, po | u
+	}
+	return lo, po
+}
+
+// flow computes live-in and precise-in sets to a fixpoint (backward).
+func (c *checker) flow() flowInfo {
+	n := len(c.insns)
+	f := flowInfo{live: make([]regset, n), prec: make([]regset, n)}
+	for changed := true; changed; {
+		changed = false
+		for i := n - 1; i >= 0; i-- {
+			var lo, po regset
+			for _, s := range c.succs(i) {
+				if s >= 0 && s < n {
+					lo |= f.live[s]
+					po |= f.prec[s]
+				}
+			}
+			li, pi := c.transfer(i, lo, po)
+			li |= bit(10)
+			if li != f.live[i] || pi != f.prec[i] {
+				f.live[i], f.prec[i] = li, pi
+				changed = true
+			}
+		}
+	}
+	return f
+}
+
+// covers reports whether old (recorded at insn i) covers cur.
+func (c *checker) covers(old, cur *state, i int) bool {
+	ids := map[uint32]uint32{}
+	live, prec := c.fi.live[i], c.fi.prec[i]
+	for r := range old.regs {
+		if live&bit(uint8(r)) == 0 {
+			continue
+		}
+		if !regCovers(&old.regs[r], &cur.regs[r], prec&bit(uint8(r)) != 0, ids) {
+			return false
+		}
+	}
+	for b := 0; b < stackSize; b++ {
+		o, n := old.stack[b], cur.stack[b]
+		switch {
+		case o == n:
+		case (o == stackInvalid || o == stackMisc) && n != stackSpill:
+		default:
+			return false
+		}
+	}
+	for s := range old.spill {
+		if old.stack[s*regSize] == stackSpill && !regCovers(&old.spill[s], &cur.spill[s], true, ids) {
+			return false
+		}
+	}
+	return true
+}
+
+func regCovers(o, n *reg, precise bool, ids map[uint32]uint32) bool {
+	if o.typ == notInit {
+		return true
+	}
+	if o.typ != n.typ {
+		return false
+	}
+	if o.typ == scalarValue {
+		if !precise {
+			return true
+		}
+		if o.id != 0 && !sameID(o.id, n.id, ids) {
+			return false
+		}
+		a, b := o.v, n.v
+		return a.smin <= b.smin && a.smax >= b.smax && a.umin <= b.umin && a.umax >= b.umax &&
+			a.s32min <= b.s32min && a.s32max >= b.s32max && a.u32min <= b.u32min && a.u32max >= b.u32max &&
+			a.t.in(b.t)
+	}
+	if o.flags != n.flags || o.off != n.off || o.v != n.v || o.btfType != n.btfType || o.mapIdx != n.mapIdx || o.memSize != n.memSize {
+		return false
+	}
+	if (o.id == 0) != (n.id == 0) {
+		return false
+	}
+	return o.id == 0 || sameID(o.id, n.id, ids)
+}
+
+// sameID is check_ids: old ids map consistently onto new ones.
+func sameID(o, n uint32, ids map[uint32]uint32) bool {
+	if n == 0 {
+		return false
+	}
+	if m, ok := ids[o]; ok {
+		return m == n
+	}
+	ids[o] = n
+	return true
+}

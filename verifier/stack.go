@@ -1,0 +1,180 @@
+package verifier
+
+// The stack: check_stack_access_within_bounds, check_stack_write_fixed_off,
+// check_stack_read_fixed_off (kernel/bpf/verifier.c) for a privileged program. A slot is
+// 8 bytes; a register spilled into it marks its low `size` bytes STACK_SPILL and keeps the
+// whole register state.
+
+// stackBounds is check_stack_access_within_bounds; how is " read from", " write to" or
+// " indirect access to".
+func (c *checker) stackBounds(regno uint8, r *reg, off, size int, how string) (int, int, error) {
+	lo, hi := r.v.smin+int64(off), r.v.smax+int64(off)+int64(size)
+	if r.v.isConst() {
+		lo = int64(r.v.val()) + int64(off)
+		hi = lo + int64(size)
+	}
+	if lo < -stackSize || hi > 0 || (size == 0 && lo >= 0) {
+		if r.v.isConst() {
+			c.logf("invalid%s stack R%d off=%d size=%d", how, regno, off, size)
+		} else {
+			c.logf("invalid variable-offset%s stack R%d var_off=%s off=%d size=%d", how, regno, r.v.t, off, size)
+		}
+		return 0, 0, reject("EACCES")
+	}
+	return int(lo), int(hi), nil
+}
+
+// stackAccess is check_stack_read/check_stack_write.
+func (c *checker) stackAccess(regno uint8, r *reg, off, size int, write bool, value int, stImm *int64) error {
+	how := " read from"
+	if write {
+		how = " write to"
+	}
+	lo, hi, err := c.stackBounds(regno, r, off, size, how)
+	if err != nil {
+		return err
+	}
+	st := c.st
+	if !r.v.isConst() {
+		// Variable offset: writes clobber the whole range, reads yield an unknown scalar.
+		for b := lo; b < hi; b++ {
+			c.clobberSlot(b)
+		}
+		if write {
+			for b := lo; b < hi; b++ {
+				st.stack[slotIndex(b)] = stackMisc
+			}
+		} else if value >= 0 {
+			c.setReg(uint8(value), mkScalar(unknownScalar()))
+		}
+		return nil
+	}
+	spi := slotIndex(lo) / regSize
+	c.scratch[100+spi] = true
+	if write {
+		return c.stackWrite(spi, lo, hi, size, value, stImm)
+	}
+	return c.stackRead(spi, lo, hi, size, value)
+}
+
+func (c *checker) stackWrite(spi, lo, hi, size, value int, stImm *int64) error {
+	st := c.st
+	var src *reg
+	if value >= 0 {
+		src = &st.regs[value]
+	}
+	aligned := lo%regSize == 0
+	isZero := (src != nil && src.typ == scalarValue && src.v.isConst() && src.v.val() == 0) || (stImm != nil && *stImm == 0)
+	switch {
+	case src != nil && src.typ != scalarValue:
+		if size != regSize {
+			c.logf("invalid size of register spill")
+			return reject("EACCES")
+		}
+		c.spillReg(spi, *src, size)
+	case src != nil && aligned && (!c.kern61() || (!isZero && !(src.v.isUnbounded() && src.v.t.isUnknown()))):
+		// 6.12 spills every scalar; 6.1 only bounded, non-zero ones.
+		c.spillReg(spi, *src, size)
+	case src == nil && stImm != nil && aligned && !c.kern61():
+		c.spillReg(spi, mkScalar(constScalar(uint64(*stImm))), size) // 6.12: BPF_ST as a spilled constant
+	default:
+		c.clobberSlot(lo)
+		kind := stackMisc
+		if isZero {
+			kind = stackZero
+		}
+		for b := lo; b < hi; b++ {
+			st.stack[slotIndex(b)] = kind
+		}
+	}
+	return nil
+}
+
+// spillReg is save_register_state: the low size bytes become STACK_SPILL, the others of the
+// slot keep INVALID (and, on 6.12, ZERO) and otherwise become MISC.
+func (c *checker) spillReg(spi int, r reg, size int) {
+	r.written = false
+	base := spi * regSize
+	c.st.spill[spi] = r
+	for b := 0; b < regSize; b++ {
+		k := &c.st.stack[base+b]
+		switch {
+		case b < size:
+			*k = stackSpill
+		case *k == stackInvalid, *k == stackZero && !c.kern61():
+		default:
+			*k = stackMisc
+		}
+	}
+}
+
+func (c *checker) stackRead(spi, lo, hi, size, value int) error {
+	st := c.st
+	base := spi * regSize
+	if st.stack[base] == stackSpill {
+		sp := st.spill[spi]
+		spillSize := 0
+		for spillSize < regSize && st.stack[base+spillSize] == stackSpill {
+			spillSize++
+		}
+		if size == regSize && spillSize == regSize {
+			if value >= 0 {
+				c.setReg(uint8(value), sp)
+			}
+			return nil
+		}
+		if sp.typ != scalarValue {
+			c.logf("invalid size of register fill")
+			return reject("EACCES")
+		}
+		if value < 0 {
+			return nil
+		}
+		// A fill at the slot start of (6.12: at most) the spilled size keeps the value;
+		// check_mem_access then narrows it.
+		if lo%regSize == 0 && (size == spillSize || (!c.kern61() && size <= spillSize)) {
+			sp.id = 0
+			c.setReg(uint8(value), sp)
+			return nil
+		}
+	}
+	spills, zeros := 0, 0
+	for b := lo; b < hi; b++ {
+		switch st.stack[slotIndex(b)] {
+		case stackInvalid:
+			if c.kern61() {
+				// Uninitialised stack reads are allowed to privileged programs only since 6.3.
+				c.logf("invalid read from stack off %d+%d size %d", lo, b-lo, size)
+				return reject("EACCES")
+			}
+		case stackZero:
+			zeros++
+		case stackSpill:
+			spills++
+		}
+	}
+	if value < 0 {
+		return nil
+	}
+	sp := st.spill[spi]
+	if zeros == size || (spills == size && !c.kern61() && sp.v.isConst() && sp.v.val() == 0) {
+		c.setReg(uint8(value), mkScalar(constScalar(0)))
+	} else {
+		c.setReg(uint8(value), mkScalar(unknownScalar()))
+	}
+	return nil
+}
+
+// clobberSlot turns a spilled register covering byte off into plain data (scrub_spilled_slot).
+func (c *checker) clobberSlot(off int) {
+	spi := slotIndex(off) / regSize
+	base := spi * regSize
+	if c.st.stack[base] == stackSpill {
+		for b := 0; b < regSize; b++ {
+			if c.st.stack[base+b] == stackSpill {
+				c.st.stack[base+b] = stackMisc
+			}
+		}
+		c.st.spill[spi] = reg{}
+	}
+}

@@ -1,0 +1,406 @@
+package verifier
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/cilium/ebpf/btf"
+	"github.com/trampjit/trampjit/btfmodel"
+)
+
+// Limits of kernel/bpf/verifier.c.
+const (
+	complexityLimitInsns  = 1000000 // BPF_COMPLEXITY_LIMIT_INSNS
+	complexityLimitJmpSeq = 8192    // BPF_COMPLEXITY_LIMIT_JMP_SEQ
+	maxVarOff             = 1 << 29 // BPF_MAX_VAR_OFF
+	maxLogLines           = 20000   // the model's cap on instruction and state lines
+	maxStatesPerInsn      = 64      // the model's cap on recorded states per prune point
+)
+
+// rejectErr ends a run with the kernel's errno; its messages are already in the log.
+type rejectErr struct{ errno string }
+
+func (e *rejectErr) Error() string { return e.errno }
+
+func reject(errno string) error { return &rejectErr{errno} }
+
+// pending is a branch pushed for later exploration (push_stack).
+type pending struct {
+	st        *state
+	insn, prv int
+}
+
+// checker holds one verification run.
+type checker struct {
+	prog  *Program
+	env   Env
+	insns []insn
+
+	fn    *btf.Func
+	proto *btf.FuncProto
+	btfID uint32
+
+	log    []string
+	cur    string // current instruction line, awaiting its state suffix
+	errMsg string
+	errno  string
+	notes  []string
+
+	loads   map[int]string
+	loadIdx []int
+
+	st        *state
+	idx       int
+	stack     []pending
+	visited   map[int][]*visit
+	processed int
+	nStates   int
+	maxPer    int
+	idGen     uint32
+	scratch   map[int]bool
+	prune     map[int]bool
+	ptrKind   map[int]string // save_aux_ptr_type: pointer kind per load/store insn
+	lastLine  string
+	lastMsg   string
+	insnMap   map[int]int // ld_imm64 insn -> map index
+	fi        flowInfo
+	truncated bool
+}
+
+// logf logs a verifier message (a candidate for Result.Error).
+func (c *checker) logf(format string, args ...any) {
+	c.flush()
+	c.lastMsg = fmt.Sprintf(format, args...)
+	c.log = append(c.log, c.lastMsg)
+}
+
+// logx logs a line that is not a message: state dumps, source lines, "safe".
+func (c *checker) logx(format string, args ...any) {
+	c.flush()
+	if len(c.log) >= maxLogLines && !strings.HasPrefix(format, "processed") {
+		return
+	}
+	c.log = append(c.log, fmt.Sprintf(format, args...))
+}
+
+func (c *checker) flush() {
+	if c.cur != "" {
+		c.log = append(c.log, c.cur)
+		c.cur = ""
+	}
+}
+
+func (c *checker) note(format string, args ...any) {
+	c.notes = append(c.notes, fmt.Sprintf(format, args...))
+}
+
+func (c *checker) kern61() bool { return c.env.Kernel == btfmodel.Kernel61 }
+
+// run is bpf_check: pre-passes in the profile's order, then the walk, then the stats line.
+func (c *checker) run() {
+	err := c.setup()
+	if err == nil {
+		err = c.walk()
+	}
+	c.flush()
+	if err != nil {
+		var re *rejectErr
+		if errors.As(err, &re) {
+			c.errno = re.errno
+		} else {
+			// Not a kernel verdict: the input could not be loaded at all.
+			c.errno = "EINVAL"
+			c.logf("model: %s", err.Error())
+		}
+		c.errMsg = c.lastMsg
+	}
+	c.logx("processed %d insns (limit %d) max_states_per_insn %d total_states %d peak_states %d mark_read %d",
+		c.processed, complexityLimitInsns, c.maxPer, c.nStates, c.nStates, 0)
+}
+
+// setup resolves the section and target, decodes instructions and runs the pre-passes.
+func (c *checker) setup() error {
+	p := c.prog
+	if p.Section != "" && (p.AttachType == "" || p.Target == "") {
+		at, target, sl, err := ParseSection(p.Section)
+		if err != nil {
+			return err
+		}
+		if p.AttachType == "" {
+			p.AttachType = at
+		}
+		if p.Target == "" {
+			p.Target = target
+		}
+		p.Sleepable = p.Sleepable || sl
+	}
+	if p.AttachType == "" || p.Target == "" {
+		return errors.New("program has no attach type and target (set Section)")
+	}
+	if c.env.BTF == nil {
+		return errors.New("no kernel BTF")
+	}
+	fn, err := btfmodel.FuncByName(c.env.BTF, p.Target)
+	if err != nil {
+		// libbpf gives up before BPF_PROG_LOAD.
+		c.logf("failed to find kernel BTF type ID of '%s': -ESRCH", p.Target)
+		return reject("ESRCH")
+	}
+	c.fn = fn
+	c.proto, _ = fn.Type.(*btf.FuncProto)
+	id, _ := c.env.BTF.TypeID(fn)
+	c.btfID = uint32(id)
+	c.insns, err = decode(p.Instructions)
+	if err != nil {
+		return err
+	}
+	c.loads = map[int]string{}
+	c.ptrKind = map[int]string{}
+	if err := c.checkSubprogs(); err != nil {
+		return err
+	}
+	if c.kern61() {
+		if err := c.checkAttach(); err != nil {
+			return err
+		}
+		if err := c.resolveMaps(); err != nil {
+			return err
+		}
+		return c.checkCFG()
+	}
+	if err := c.resolveMaps(); err != nil {
+		return err
+	}
+	if err := c.checkCFG(); err != nil {
+		return err
+	}
+	return c.checkAttach()
+}
+
+func (c *checker) initState() *state {
+	st := &state{}
+	st.regs[1] = reg{typ: ptrToCtx, v: constScalar(0)}
+	st.regs[10] = reg{typ: ptrToStack, v: constScalar(0)}
+	return st
+}
+
+// walk is do_check: depth-first over the branches, fall-through first.
+func (c *checker) walk() error {
+	c.st = c.initState()
+	c.visited = map[int][]*visit{}
+	c.fi = c.flow()
+	c.scratch = map[int]bool{}
+	c.logx("0:%s", c.stateDump(c.st, nil))
+	c.idx = 0
+	for {
+		c.processed++
+		if c.processed > complexityLimitInsns {
+			c.logf("BPF program is too large. Processed %d insn", c.processed)
+			return reject("E2BIG")
+		}
+		if c.idx < 0 || c.idx >= len(c.insns) {
+			c.logf("invalid insn idx %d insn_cnt %d", c.idx, len(c.insns))
+			return reject("EFAULT")
+		}
+		if c.prune[c.idx] {
+			switch c.visitState() {
+			case 1:
+				c.logx("%d: safe", c.idx)
+				if done, err := c.popBranch(); done || err != nil {
+					return err
+				}
+				continue
+			case -1:
+				c.logf("infinite loop detected at insn %d", c.idx)
+				return reject("EINVAL")
+			}
+		}
+		in := &c.insns[c.idx]
+		if in.line != "" && in.line != c.lastLine {
+			c.logx("; %s", in.line)
+			c.lastLine = in.line
+		}
+		c.flush()
+		if len(c.log) < maxLogLines {
+			c.cur = fmt.Sprintf("%d: %s", c.idx, disasm(in, c.mapLabel, c.helperName))
+		} else if !c.truncated {
+			c.truncated = true
+			c.note("log truncated after %d lines; messages are still logged", maxLogLines)
+		}
+		clear(c.scratch)
+		next, exit, err := c.step(in)
+		if err != nil {
+			return err
+		}
+		if exit {
+			c.flush()
+
+			if done, err := c.popBranch(); done || err != nil {
+				return err
+			}
+			continue
+		}
+		c.stateSuffix(next)
+		c.idx = next
+	}
+}
+
+// stateSuffix prints the scratched state after an instruction, as print_insn_state does:
+// appended to the instruction line ("; R2_w=..."), or, when messages came in between, on
+// its own line headed by the next instruction's index.
+func (c *checker) stateSuffix(next int) {
+	if len(c.scratch) == 0 || len(c.log) >= maxLogLines {
+		c.flush()
+		return
+	}
+	d := c.stateDump(c.st, c.scratch)
+	if d == "" {
+		c.flush()
+		return
+	}
+	if c.cur == "" {
+		c.logx("%d:%s", next, d)
+		return
+	}
+	pos := len(c.cur) + 1
+	pad := (max(pos, 8)+39)/40*40 - pos - 1
+	c.cur += strings.Repeat(" ", max(pad, 1)) + ";" + d
+	c.flush()
+}
+
+// popBranch continues with the most recently pushed branch; done when none is left.
+func (c *checker) popBranch() (bool, error) {
+	if len(c.stack) == 0 {
+		return true, nil
+	}
+	p := c.stack[len(c.stack)-1]
+	c.stack = c.stack[:len(c.stack)-1]
+	c.st, c.idx = p.st, p.insn
+	c.logx("%d:%s", c.idx, c.stateDump(c.st, nil))
+	return false, nil
+}
+
+// push records the other edge of a branch (push_stack).
+func (c *checker) push(st *state, target int) error {
+	c.stack = append(c.stack, pending{st: st, insn: target, prv: c.idx})
+	if len(c.stack) > complexityLimitJmpSeq {
+		c.logf("The sequence of %d jumps is too complex.", len(c.stack))
+		return reject("E2BIG")
+	}
+	return nil
+}
+
+// visitState is is_state_visited with exact equality: 1 prune, -1 infinite loop, 0 new.
+func (c *checker) visitState() int {
+	for v := c.st.parent; v != nil; v = v.parent {
+		if v.insn == c.idx && c.covers(v.st, c.st, c.idx) {
+			return -1
+		}
+	}
+	for _, v := range c.visited[c.idx] {
+		if c.covers(v.st, c.st, c.idx) {
+			return 1
+		}
+	}
+	if len(c.visited[c.idx]) >= maxStatesPerInsn {
+		return 0 // keep exploring without recording: bounds memory and time on long loops
+	}
+	// The new checkpoint clears the write marks ("_w" in the log), as is_state_visited does.
+	for i := range c.st.regs {
+		c.st.regs[i].written = false
+	}
+	v := &visit{insn: c.idx, st: c.st.clone(), parent: c.st.parent}
+	c.visited[c.idx] = append(c.visited[c.idx], v)
+	c.st.parent = v
+	c.nStates++
+	c.maxPer = max(c.maxPer, len(c.visited[c.idx]))
+	return 0
+}
+
+// checkReg is check_reg_arg(SRC_OP).
+func (c *checker) readReg(r uint8) error {
+	if r > 10 {
+		c.logf("R%d is invalid", r)
+		return reject("EINVAL")
+	}
+	c.scratch[int(r)] = true
+	if c.st.regs[r].typ == notInit {
+		c.logf("R%d !read_ok", r)
+		return reject("EACCES")
+	}
+	return nil
+}
+
+// writeReg is check_reg_arg(DST_OP): R10 is read-only.
+func (c *checker) writeReg(r uint8) error {
+	if r > 10 {
+		c.logf("R%d is invalid", r)
+		return reject("EINVAL")
+	}
+	if r == 10 {
+		c.logf("frame pointer is read only")
+		return reject("EACCES")
+	}
+	c.scratch[int(r)] = true
+	return nil
+}
+
+func (c *checker) setReg(r uint8, v reg) {
+	v.written = true
+	c.st.regs[r] = v
+	c.scratch[int(r)] = true
+}
+
+func (c *checker) newID() uint32 {
+	c.idGen++
+	return c.idGen
+}
+
+// step executes one instruction: the next index, or exit for a finished path.
+func (c *checker) step(in *insn) (int, bool, error) {
+	if in.filler {
+		c.logf("invalid insn idx %d", c.idx)
+		return 0, false, reject("EINVAL")
+	}
+	switch in.class() {
+	case clsALU, clsALU64:
+		return c.idx + 1, false, c.alu(in)
+	case clsLDX:
+		return c.idx + 1, false, c.ldx(in)
+	case clsSTX:
+		return c.idx + 1, false, c.stx(in)
+	case clsST:
+		return c.idx + 1, false, c.storeImm(in)
+	case clsLD:
+		if in.isLdImm64() {
+			return c.idx + 2, false, c.ldImm64(in)
+		}
+		c.logf("BPF_LD_[ABS|IND] instructions not allowed for this program type")
+		return 0, false, reject("EINVAL")
+	case clsJMP, clsJMP32:
+		return c.jmp(in)
+	}
+	c.logf("unknown insn class %d", in.class())
+	return 0, false, reject("EINVAL")
+}
+
+// explain records the explanation of a load at the current instruction (first path wins).
+func (c *checker) explain(text string) {
+	if _, ok := c.loads[c.idx]; !ok {
+		c.loads[c.idx] = text
+		c.loadIdx = append(c.loadIdx, c.idx)
+	}
+}
+
+// loadList is Result.Loads: explanations in instruction order.
+func (c *checker) loadList() []LoadExplanation {
+	idx := append([]int(nil), c.loadIdx...)
+	sort.Ints(idx)
+	var out []LoadExplanation
+	for _, i := range idx {
+		out = append(out, LoadExplanation{Insn: i, Text: c.loads[i]})
+	}
+	return out
+}
