@@ -93,3 +93,39 @@ func TestModelJSONOnRejection(t *testing.T) {
 		t.Errorf("exit %d, %+v", code, m)
 	}
 }
+
+// The expected verdicts are the kernel's rules (verifier-model.md §2, §4) in its words.
+func TestVerifyELF(t *testing.T) {
+	code, out, errOut := trampjit("verify", "testdata/verify.bpf.o", "--btf", btf612, "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res verifyJSON
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"ok_prog":  "",
+		"ret_slot": "",
+		"bad_arg":  "invalid bpf_context access off=24 size=8",
+		"bad_ret":  "At program exit the register R0 has smin=1 smax=1 should have been in [0, 0]",
+	}
+	for _, p := range res.Programs {
+		w, ok := want[p.Name]
+		if !ok {
+			t.Errorf("unexpected program %s", p.Name)
+			continue
+		}
+		if p.Accepted != (w == "") || p.Error != w {
+			t.Errorf("%s: accepted=%v error %q, want %q", p.Name, p.Accepted, p.Error, w)
+		}
+		delete(want, p.Name)
+	}
+	if len(want) > 0 {
+		t.Errorf("programs not reported: %v", want)
+	}
+	code, out, _ = trampjit("verify", "--btf", btf612, "testdata/verify.bpf.o", "--color", "never")
+	if code != 0 || !strings.Contains(out, "r1 = *(u16 *)(r1 +16) -> sk->__sk_common.skc_family") {
+		t.Errorf("text output (exit %d):\n%s", code, out)
+	}
+}
