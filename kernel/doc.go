@@ -8,5 +8,12 @@
 // CaptureHost does the same on the running kernel. SameModuloAddresses compares two images
 // of one trampoline, ignoring embedded addresses.
 //
+// Verify loads programs (wire.VerifyProgram: raw bytecode, maps and map references by
+// name, the attach target by name) through a guest kernel's verifier and returns each
+// verdict with the errno, the kernel's reason and the verbatim log; VerifyHost does the
+// same on the running kernel. ProgramsFromELF (clang objects, CO-RE applied against a
+// given BTF, e.g. testdata/kernel/<kernel>-<arch>/vmlinux.btf.xz via btfmodel.LoadFile)
+// and ProgramFromInstructions (cilium/ebpf asm built in Go) make the programs.
+//
 // It may import amd64, arm64, jit and btfmodel.
 package kernel

@@ -82,7 +82,12 @@ func run(reqPath string) int {
 			logf("case %s done in %.1fs", cs.ID, time.Since(t0).Seconds())
 		}
 	}
-	emit(wire.KindDone, wire.Done{Cases: len(req.Cases)})
+	done := wire.Done{Cases: len(req.Cases)}
+	if req.Verify != nil {
+		newVerifier(req.Verify).verifyAll(req.Verify.Programs)
+		done.Programs = len(req.Verify.Programs)
+	}
+	emit(wire.KindDone, done)
 	return 0
 }
 

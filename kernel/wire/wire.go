@@ -53,6 +53,8 @@ type Request struct {
 	Info   bool   `json:"info"` // report Info
 	BTF    bool   `json:"btf"`  // copy /sys/kernel/btf/vmlinux out as blob frames
 	Cases  []Case `json:"cases,omitempty"`
+	// Verify: load programs through the verifier (KindVerify frames), after the cases.
+	Verify *VerifyRequest `json:"verify,omitempty"`
 }
 
 // Case is one attachment to capture: programs attached to Func in the given order.
@@ -139,7 +141,8 @@ type CaptureResult struct {
 
 // Done ends a boot's output.
 type Done struct {
-	Cases int `json:"cases"`
+	Cases    int `json:"cases"`
+	Programs int `json:"programs,omitempty"` // verified
 }
 
 // Encode renders one frame line (with trailing newline).

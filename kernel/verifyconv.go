@@ -1,0 +1,260 @@
+package kernel
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"golang.org/x/sys/unix"
+
+	"github.com/trampjit/trampjit/kernel/wire"
+)
+
+// ProgramFromInstructions completes p (name, attach type and target, sleepable, license,
+// maps) with the bytecode of insns, built in Go. Map loads (asm.LoadMapPtr,
+// asm.LoadMapValue) name their map by Reference, or else by the index of p.Maps in their
+// constant; kfunc calls name their function by Reference. Anything else travels as it is,
+// for the kernel to judge. An empty p.Type follows p.AttachType and an empty license
+// becomes "GPL". When the first instruction carries btf.FuncMetadata, the program's BTF
+// and func/line info go along.
+func ProgramFromInstructions(p wire.VerifyProgram, insns asm.Instructions) (wire.VerifyProgram, error) {
+	if p.Type == "" {
+		p.Type = "tracing"
+		if p.AttachType == "lsm_mac" {
+			p.Type = "lsm"
+		}
+	}
+	if p.License == "" {
+		p.License = "GPL"
+	}
+	var b btf.Builder
+	ext := len(insns) > 0 && btf.FuncMetadata(&insns[0]) != nil
+	if err := encodeProgram(&p, slices.Clone(insns), &b, ext); err != nil {
+		return p, err
+	}
+	return p, p.Validate()
+}
+
+// ProgramForSection starts a program from a libbpf section name: "fentry/F", "fexit/F",
+// "fmod_ret/F" or "lsm/HOOK", each optionally sleepable with ".s" ("lsm.s/file_open").
+func ProgramForSection(name, section string) (wire.VerifyProgram, error) {
+	kind, target, ok := strings.Cut(section, "/")
+	if !ok || target == "" {
+		return wire.VerifyProgram{}, fmt.Errorf("section %q: want <kind>/<function>", section)
+	}
+	p := wire.VerifyProgram{Name: name, Type: "tracing", AttachTo: target, License: "GPL"}
+	kind, p.Sleepable = strings.CutSuffix(kind, ".s")
+	switch kind {
+	case "fentry", "fexit", "fmod_ret":
+		p.AttachType = kind
+	case "lsm":
+		p.Type, p.AttachType = "lsm", "lsm_mac"
+	default:
+		return p, fmt.Errorf("section %q: want fentry, fexit, fmod_ret or lsm (optionally .s)", section)
+	}
+	return p, nil
+}
+
+// ELFOptions configure ProgramsFromELF.
+type ELFOptions struct {
+	// KernelBTF is the target kernel's BTF, against which CO-RE relocations are applied
+	// (e.g. testdata/kernel/<kernel>-<arch>/vmlinux.btf.xz); needed only when the object
+	// has relocations.
+	KernelBTF *btf.Spec
+	// NoBTF drops the object's BTF func and line info (libbpf and cilium/ebpf send them,
+	// and the verifier then interleaves source lines with its log).
+	NoBTF bool
+}
+
+// ProgramsFromELF reads an object built by clang (SEC("fentry/tcp_v4_connect"),
+// SEC("lsm.s/file_open"), ...) with cilium/ebpf, applies its CO-RE relocations on the host
+// and returns its programs, sorted by name, each with the maps it refers to. Kfunc calls
+// travel by name; other externs (.kconfig, __ksym variables) are not supported.
+func ProgramsFromELF(path string, o ELFOptions) ([]wire.VerifyProgram, error) {
+	spec, err := ebpf.LoadCollectionSpec(path)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(spec.Programs))
+	for n := range spec.Programs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []wire.VerifyProgram
+	for _, n := range names {
+		p, err := programFromSpec(spec, spec.Programs[n], o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: program %s (%s): %w", path, n, spec.Programs[n].SectionName, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func programFromSpec(cs *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, o ELFOptions) (wire.VerifyProgram, error) {
+	p := wire.VerifyProgram{Name: ps.Name, AttachTo: ps.AttachTo, License: ps.License,
+		Sleepable: ps.Flags&unix.BPF_F_SLEEPABLE != 0}
+	switch ps.Type {
+	case ebpf.Tracing:
+		p.Type = "tracing"
+	case ebpf.LSM:
+		p.Type = "lsm"
+	default:
+		return p, fmt.Errorf("type %s: only tracing and LSM programs can be verified", ps.Type)
+	}
+	switch ps.AttachType {
+	case ebpf.AttachTraceFEntry:
+		p.AttachType = "fentry"
+	case ebpf.AttachTraceFExit:
+		p.AttachType = "fexit"
+	case ebpf.AttachModifyReturn:
+		p.AttachType = "fmod_ret"
+	case ebpf.AttachLSMMac:
+		p.AttachType = "lsm_mac"
+	default:
+		return p, fmt.Errorf("attach type %s: want fentry, fexit, fmod_ret or lsm", ps.AttachType)
+	}
+	if ps.Flags&^unix.BPF_F_SLEEPABLE != 0 {
+		return p, fmt.Errorf("program flags %#x: only BPF_F_SLEEPABLE is supported", ps.Flags)
+	}
+	insns := slices.Clone(ps.Instructions)
+	var b btf.Builder
+	if err := applyCORE(insns, o.KernelBTF, &b); err != nil {
+		return p, err
+	}
+	seen := map[string]bool{}
+	for _, ins := range insns {
+		ref := ins.Reference()
+		if !ins.IsLoadFromMap() || ref == "" || seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		ms, ok := cs.Maps[ref]
+		if !ok {
+			return p, fmt.Errorf("refers to map %q, which the object does not define", ref)
+		}
+		m, err := mapFromSpec(ref, ms)
+		if err != nil {
+			return p, err
+		}
+		p.Maps = append(p.Maps, m)
+	}
+	if err := encodeProgram(&p, insns, &b, !o.NoBTF); err != nil {
+		return p, err
+	}
+	return p, p.Validate()
+}
+
+// applyCORE applies the CO-RE relocations of insns against the target kernel's BTF, as
+// cilium/ebpf does at load time; local type ids are added to b (the program's BTF).
+func applyCORE(insns asm.Instructions, target *btf.Spec, b *btf.Builder) error {
+	var relos []*btf.CORERelocation
+	var at []int
+	for i := range insns {
+		if r := btf.CORERelocationMetadata(&insns[i]); r != nil {
+			relos = append(relos, r)
+			at = append(at, i)
+		}
+	}
+	if len(relos) == 0 {
+		return nil
+	}
+	if target == nil {
+		return fmt.Errorf("%d CO-RE relocations: the target kernel's BTF is needed (ELFOptions.KernelBTF)", len(relos))
+	}
+	fixups, err := btf.CORERelocate(relos, []*btf.Spec{target}, binary.LittleEndian, b.Add)
+	if err != nil {
+		return fmt.Errorf("apply CO-RE relocations: %w", err)
+	}
+	for i, f := range fixups {
+		if err := f.Apply(&insns[at[i]]); err != nil {
+			return fmt.Errorf("CO-RE fixup for %s: %w", relos[i], err)
+		}
+	}
+	return nil
+}
+
+// encodeProgram sets p's bytecode, map and kfunc references, and (ext) its BTF func and
+// line info, from insns (which it modifies: references to subprograms get resolved).
+func encodeProgram(p *wire.VerifyProgram, insns asm.Instructions, b *btf.Builder, ext bool) error {
+	if len(insns) == 0 {
+		return fmt.Errorf("no instructions")
+	}
+	p.MapRefs, p.Kfuncs = nil, nil
+	iter := insns.Iterate()
+	for iter.Next() {
+		ins, off := iter.Ins, int(iter.Offset)
+		switch {
+		case ins.IsLoadFromMap():
+			name := ins.Reference()
+			if name == "" {
+				idx := int(uint32(ins.Constant))
+				if idx >= len(p.Maps) {
+					return fmt.Errorf("insn %d loads map #%d, but the program has %d maps", off, idx, len(p.Maps))
+				}
+				name = p.Maps[idx].Name
+			}
+			p.MapRefs = append(p.MapRefs, wire.MapRef{Insn: off, Map: name})
+		case ins.IsKfuncCall() && ins.Reference() != "":
+			p.Kfuncs = append(p.Kfuncs, wire.KfuncRef{Insn: off, Func: ins.Reference()})
+		case ins.OpCode.IsDWordLoad() && ins.Reference() != "" && !ins.IsLoadOfFunctionPointer():
+			// __ksym variables and the like (anything else travels as it is: the kernel judges)
+			return fmt.Errorf("insn %d refers to %q, an extern the kernel backend cannot resolve", off, ins.Reference())
+		}
+	}
+	if ext {
+		fi, li, err := btf.MarshalExtInfos(insns, b)
+		if err != nil {
+			return fmt.Errorf("marshal func and line info: %w", err)
+		}
+		p.FuncInfo, p.LineInfo = fi, li
+	}
+	p.BTF = nil
+	if ext && !b.Empty() {
+		raw, err := b.Marshal(nil, &btf.MarshalOptions{Order: binary.LittleEndian, PreventNoTypeFound: true})
+		if err != nil {
+			return fmt.Errorf("marshal the program's BTF: %w", err)
+		}
+		p.BTF = raw
+	}
+	var buf bytes.Buffer
+	if err := insns.Marshal(&buf, binary.LittleEndian); err != nil {
+		return err
+	}
+	p.Insns = buf.Bytes()
+	return nil
+}
+
+// mapFromSpec describes an ELF map (including data sections) for the agent to create.
+func mapFromSpec(name string, ms *ebpf.MapSpec) (wire.VerifyMap, error) {
+	typ := wire.MapTypeName(uint32(ms.Type))
+	if typ == "" {
+		return wire.VerifyMap{}, fmt.Errorf("map %q: type %s is not supported", name, ms.Type)
+	}
+	if ms.InnerMap != nil {
+		return wire.VerifyMap{}, fmt.Errorf("map %q: maps of maps are not supported", name)
+	}
+	m := wire.VerifyMap{Name: name, Type: typ, KeySize: ms.KeySize, ValueSize: ms.ValueSize,
+		MaxEntries: ms.MaxEntries, Flags: ms.Flags}
+	switch len(ms.Contents) {
+	case 0:
+	case 1:
+		k, kok := ms.Contents[0].Key.(uint32)
+		v, vok := ms.Contents[0].Value.([]byte)
+		if !kok || !vok || k != 0 {
+			return m, fmt.Errorf("map %q: only data-section contents (key 0) are supported", name)
+		}
+		m.Data = v
+	default:
+		return m, fmt.Errorf("map %q: %d initial entries: only data-section contents are supported", name, len(ms.Contents))
+	}
+	// cilium/ebpf and libbpf freeze read-only data sections, so the verifier may rely on them.
+	m.Freeze = strings.HasPrefix(name, ".rodata") || name == ".kconfig"
+	return m, nil
+}
