@@ -11,6 +11,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
+
+	"github.com/trampjit/trampjit/btfmodel"
 	"golang.org/x/sys/unix"
 
 	"github.com/trampjit/trampjit/kernel/wire"
@@ -125,7 +127,7 @@ func programFromSpec(cs *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, o ELFOptions
 	}
 	insns := slices.Clone(ps.Instructions)
 	var b btf.Builder
-	if err := applyCORE(insns, o.KernelBTF, &b); err != nil {
+	if err := btfmodel.ApplyCORE(insns, o.KernelBTF, &b); err != nil {
 		return p, err
 	}
 	seen := map[string]bool{}
@@ -149,35 +151,6 @@ func programFromSpec(cs *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, o ELFOptions
 		return p, err
 	}
 	return p, p.Validate()
-}
-
-// applyCORE applies the CO-RE relocations of insns against the target kernel's BTF, as
-// cilium/ebpf does at load time; local type ids are added to b (the program's BTF).
-func applyCORE(insns asm.Instructions, target *btf.Spec, b *btf.Builder) error {
-	var relos []*btf.CORERelocation
-	var at []int
-	for i := range insns {
-		if r := btf.CORERelocationMetadata(&insns[i]); r != nil {
-			relos = append(relos, r)
-			at = append(at, i)
-		}
-	}
-	if len(relos) == 0 {
-		return nil
-	}
-	if target == nil {
-		return fmt.Errorf("%d CO-RE relocations: the target kernel's BTF is needed (ELFOptions.KernelBTF)", len(relos))
-	}
-	fixups, err := btf.CORERelocate(relos, []*btf.Spec{target}, binary.LittleEndian, b.Add)
-	if err != nil {
-		return fmt.Errorf("apply CO-RE relocations: %w", err)
-	}
-	for i, f := range fixups {
-		if err := f.Apply(&insns[at[i]]); err != nil {
-			return fmt.Errorf("CO-RE fixup for %s: %w", relos[i], err)
-		}
-	}
-	return nil
 }
 
 // encodeProgram sets p's bytecode, map and kfunc references, and (ext) its BTF func and

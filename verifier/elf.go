@@ -1,14 +1,14 @@
 package verifier
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
+
+	"github.com/trampjit/trampjit/btfmodel"
 )
 
 // LoadELF reads the tracing and LSM programs of an object built by clang
@@ -38,7 +38,7 @@ func LoadELF(path string, kernel *btf.Spec) ([]Program, error) {
 			continue
 		}
 		insns := ps.Copy().Instructions
-		if err := applyCORE(insns, kernel); err != nil {
+		if err := btfmodel.ApplyCORE(insns, kernel, nil); err != nil {
 			return nil, fmt.Errorf("program %s: %w", n, err)
 		}
 		progs = append(progs, Program{Name: n, Section: ps.SectionName, License: ps.License,
@@ -48,36 +48,4 @@ func LoadELF(path string, kernel *btf.Spec) ([]Program, error) {
 		return nil, fmt.Errorf("%s has no fentry, fexit, fmod_ret or lsm programs", path)
 	}
 	return progs, nil
-}
-
-// applyCORE resolves the instructions' CO-RE relocations against the kernel's BTF.
-func applyCORE(insns asm.Instructions, kernel *btf.Spec) error {
-	var relos []*btf.CORERelocation
-	var at []int
-	for i := range insns {
-		if r := btf.CORERelocationMetadata(&insns[i]); r != nil {
-			relos = append(relos, r)
-			at = append(at, i)
-		}
-	}
-	if len(relos) == 0 {
-		return nil
-	}
-	if kernel == nil {
-		return fmt.Errorf("%d CO-RE relocations and no kernel BTF to apply them against", len(relos))
-	}
-	local, err := btf.NewBuilder(nil, nil)
-	if err != nil {
-		return err
-	}
-	fixups, err := btf.CORERelocate(relos, []*btf.Spec{kernel}, binary.LittleEndian, local.Add)
-	if err != nil {
-		return fmt.Errorf("CO-RE: %w", err)
-	}
-	for i, f := range fixups {
-		if err := f.Apply(&insns[at[i]]); err != nil {
-			return fmt.Errorf("CO-RE, instruction %d: %w", at[i], err)
-		}
-	}
-	return nil
 }
