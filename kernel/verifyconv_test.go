@@ -156,7 +156,7 @@ func corpusBTF(t *testing.T, tag string) *btf.Spec {
 }
 
 func TestProgramsFromELFCORE(t *testing.T) {
-	if _, err := ProgramsFromELF(coreObject, ELFOptions{}); err == nil || !strings.Contains(err.Error(), "KernelBTF") {
+	if _, err := ProgramsFromELF(coreObject, ELFOptions{}); err == nil || !strings.Contains(err.Error(), "no kernel BTF") {
 		t.Errorf("CO-RE without the kernel's BTF: %v", err)
 	}
 	spec := corpusBTF(t, "6.12-amd64")
