@@ -21,7 +21,7 @@ var kernelCommands = map[string]command{
 	"fetch":   {"fetch Debian kernel images (all four profiles with --all)", runKernelFetch},
 	"cases":   {"print the corpus case catalogue for a kernel and arch (JSON lines)", runKernelCases},
 	"capture": {"boot a kernel under qemu and capture trampolines, runs and verdicts", runKernelCapture},
-	"verify":  {"load programs through the real verifier", notYet("kernel verify")},
+	"verify":  {"load programs (ELF objects, JSON instruction lists) through a real kernel's verifier", runKernelVerify},
 }
 
 func runKernel(args []string, stdout, stderr io.Writer) error {

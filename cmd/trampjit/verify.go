@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cilium/ebpf/btf"
+
 	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/kernel"
 	"github.com/trampjit/trampjit/verifier"
 )
 
@@ -27,17 +30,30 @@ type verifyProgJSON struct {
 	Log      []string `json:"log"`
 	Loads    []string `json:"loads"`
 	Notes    []string `json:"notes,omitempty"`
+	// Kernel is the real verifier's answer, with --against-kernel.
+	Kernel *kernelVerdict `json:"kernel,omitempty"`
+}
+
+// kernelVerdict is what the real kernel said, and whether the model agrees: same verdict,
+// and the same last error line once instruction and register numbers are set aside.
+type kernelVerdict struct {
+	Accepted bool     `json:"accepted"`
+	Error    string   `json:"error"`
+	Errno    string   `json:"errno,omitempty"`
+	Log      []string `json:"log,omitempty"`
+	Agree    bool     `json:"agree"`
 }
 
 func runVerify(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify", stderr)
 	var btfPath, kernel, arch string
-	var showLog bool
+	var showLog, against bool
 	var out output
 	fs.StringVar(&btfPath, "btf", "", "kernel BTF for attach targets and CO-RE (default /sys/kernel/btf/vmlinux)")
 	fs.StringVar(&kernel, "kernel", "6.12", "kernel profile: 6.1 or 6.12")
 	fs.StringVar(&arch, "arch", "amd64", "architecture: amd64 or arm64")
 	fs.BoolVar(&showLog, "log", false, "print the whole verifier log of every program")
+	fs.BoolVar(&against, "against-kernel", false, "also load the programs through the real kernel of the profile (qemu guest) and compare")
 	out.register(fs, "text or json")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: trampjit verify [flags] PROG.o|PROGS.json ...")
@@ -96,10 +112,27 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 			res.Programs = append(res.Programs, j)
 		}
 	}
+	disagree := 0
+	if against {
+		if err := compareWithKernel(files, spec, k, a, res.Programs, stderr); err != nil {
+			return err
+		}
+		for _, r := range res.Programs {
+			if r.Kernel != nil && !r.Kernel.Agree {
+				disagree++
+			}
+		}
+	}
 	if out.format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+		if disagree > 0 {
+			return &exitError{code: 1, err: errReported}
+		}
+		return nil
 	}
 	p := palette(out.colorful(stdout))
 	rejected := 0
@@ -131,9 +164,85 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stdout, "    %s\n", p.dim(l))
 			}
 		}
+		if kv := r.Kernel; kv != nil {
+			said := "accepted"
+			if !kv.Accepted {
+				said = "rejected: " + firstOf(kv.Error, kv.Errno)
+			}
+			mark := p.green("kernel agrees")
+			if !kv.Agree {
+				mark = p.red("kernel disagrees")
+			}
+			fmt.Fprintf(stdout, "  %s (%s)\n", mark, said)
+		}
 	}
 	fmt.Fprintf(stdout, "%d programs: %d accepted, %d rejected\n", len(res.Programs), len(res.Programs)-rejected, rejected)
+	if against {
+		fmt.Fprintf(stdout, "%d/%d agree with the kernel\n", len(res.Programs)-disagree, len(res.Programs))
+		if disagree > 0 {
+			return &exitError{code: 1, err: errReported}
+		}
+	}
 	return nil
+}
+
+// compareWithKernel loads the same programs through the profile's kernel and records, per
+// program, what it said and whether the model agrees.
+func compareWithKernel(files []string, spec *btf.Spec, k btfmodel.Kernel, a btfmodel.Arch, progs []verifyProgJSON, progress io.Writer) error {
+	wp, err := kernelPrograms(files, spec)
+	if err != nil {
+		return err
+	}
+	ctx, stop := interruptible()
+	defer stop()
+	res, err := kernel.Verify(ctx, kernel.VerifyOptions{Kernel: string(k), Arch: string(a), Programs: wp, Progress: progress})
+	if err != nil {
+		return err
+	}
+	byName := map[string]kernel.VerifyResult{}
+	for _, r := range res {
+		byName[r.Name] = r
+	}
+	for i := range progs {
+		r, ok := byName[progs[i].Name]
+		if !ok {
+			continue
+		}
+		progs[i].Kernel = &kernelVerdict{Accepted: r.Accepted, Error: r.Error, Errno: r.Errno, Log: r.Log,
+			Agree: r.Accepted == progs[i].Accepted && normalizeVerifierLine(r.Error) == normalizeVerifierLine(progs[i].Error)}
+	}
+	return nil
+}
+
+// normalizeVerifierLine sets aside what legitimately differs between two loads of equivalent
+// programs: instruction indexes, register numbers and BTF ids.
+func normalizeVerifierLine(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= '0' && c <= '9' && (i == 0 || !isWordByte(s[i-1]) || s[i-1] == 'R' || s[i-1] == 'r') {
+			b.WriteByte('#')
+			for i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9' {
+				i++
+			}
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+}
+
+func firstOf(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
 }
 
 // readPrograms reads an ELF object or a JSON instruction list.
