@@ -84,8 +84,11 @@ func runDiff(args []string, stdout, stderr io.Writer) error {
 		}
 	} else {
 		fmt.Fprintf(stdout, "%d/%d byte-identical\n", res.Same, res.Images)
-		fmt.Fprintf(stdout, "%d/%d refusals with the kernel's reason (%d not modelled: the kernel cannot patch those functions)\n",
-			res.Agreed, res.Refused-res.Unmod, res.Unmod)
+		fmt.Fprintf(stdout, "%d/%d refusals with the kernel's reason", res.Agreed, res.Refused-res.Unmod)
+		if res.Unmod > 0 {
+			fmt.Fprintf(stdout, " (and %d the model cannot predict: functions the kernel cannot patch)", res.Unmod)
+		}
+		fmt.Fprintln(stdout)
 	}
 	if res.Same != res.Images || res.Agreed != res.Refused-res.Unmod {
 		return &exitError{code: 1, err: errReported}
