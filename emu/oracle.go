@@ -1,0 +1,289 @@
+package emu
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/jit"
+)
+
+// The oracle says what one call through a trampoline must look like, from the request
+// alone: the kernel's semantics (kernel/bpf/trampoline.c, the arch JITs, the helpers'
+// calling conventions as the specs in ../shared/reference describe them), never from a
+// backend's code. It re-derives on its own what jit.Resolve and jit.EnterExit compute
+// (flags, emission order, helper choice), so that a mistake there shows up here.
+
+// maxSlots is MAX_BPF_FUNC_ARGS: the most ctx slots a trampoline saves.
+const maxSlots = btfmodel.MaxFuncArgs
+
+type evKind uint8
+
+const (
+	evTrampEnter evKind = iota // __bpf_tramp_enter(im)
+	evEnter                    // __bpf_prog_enter*(prog, &run_ctx) -> start
+	evProg                     // bpf_func(ctx, insnsi)
+	evExit                     // __bpf_prog_exit*(prog, start, &run_ctx)
+	evOrig                     // the traced function's body
+	evTrampExit                // __bpf_tramp_exit(im)
+	evStray                    // a call into a stub the kernel would not call here
+)
+
+var evNames = [...]string{"__bpf_tramp_enter", "enter", "prog", "exit", "original", "__bpf_tramp_exit", "stray call"}
+
+// event is one call the trampoline made (observed) or must make (expected).
+type event struct {
+	kind   evKind
+	name   string // helper symbol
+	prog   int    // attach index (0-based), -1 if none or unknown
+	ptr    uint64 // enter/exit: struct bpf_prog *; tramp: im; prog: ctx pointer
+	start  uint64 // enter: the value returned; exit: the start passed
+	runCtx uint64 // enter/exit: &run_ctx
+	cookie uint64 // run_ctx->bpf_cookie (for a program: through the latest enter's run_ctx)
+	n      int    // ctx words
+	ctx    [maxSlots]uint64
+	nargs  uint64 // prog: ctx[-1]
+	ip     uint64 // prog: ctx[-2]
+	ret    uint64 // prog: ctx[n], the return value slot
+	from   uint64 // return address of the call
+}
+
+// expProg is what one program (attach order) must see.
+type expProg struct {
+	kind    jit.Kind
+	ran     bool
+	retSlot bool // fexit/fmod_ret: ctx[nr_args] is the return value
+	ctx     []uint64
+	cookie  uint64
+}
+
+// expectation is the oracle's verdict for one call.
+type expectation struct {
+	events  []event
+	ret     uint64
+	orig    bool
+	progs   []expProg
+	nregs   int
+	flags   jit.Flags
+	seen    []uint64 // argument words as programs and the original see them
+	ipArg   bool
+	fn      uint64
+	im      uint64
+	retSlot bool // the trampoline has a return value slot (CALL_ORIG or RET_FENTRY_RET)
+}
+
+// listOf is the trampoline list a program joins (bpf_attach_type_to_tramp): LSM programs
+// modify the return value, unless the hook returns void.
+func listOf(k jit.Kind, m *btfmodel.FuncModel) jit.Kind {
+	if k == jit.LSM {
+		if m.IsVoid() {
+			return jit.Fexit
+		}
+		return jit.ModRet
+	}
+	return k
+}
+
+// emissionOrder lists attach indexes as the trampoline runs them: fentry, fmod_ret,
+// fexit; within a list the newest link first (hlist head insertion).
+func emissionOrder(progs []jit.Prog, m *btfmodel.FuncModel) []int {
+	var out []int
+	for _, list := range []jit.Kind{jit.Fentry, jit.ModRet, jit.Fexit} {
+		for i := len(progs) - 1; i >= 0; i-- {
+			if listOf(progs[i].Kind, m) == list {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
+// trampFlags are bpf_trampoline_update's flags, or the request's override.
+func trampFlags(req *jit.Request, m *btfmodel.FuncModel) jit.Flags {
+	if req.Flags != nil {
+		return jit.Flags(*req.Flags)
+	}
+	var f jit.Flags
+	calls := false
+	for _, p := range req.Progs {
+		calls = calls || listOf(p.Kind, m) != jit.Fentry
+		if p.FuncIP {
+			f |= jit.FlagIPArg
+		}
+	}
+	if calls {
+		return f | jit.FlagCallOrig | jit.FlagSkipFrame
+	}
+	return f | jit.FlagRestoreRegs
+}
+
+// helperNames is the enter/exit pair a program runs under (bpf_trampoline_enter): the
+// _recur variants for tracing programs, the plain ones for LSM, each with a sleepable
+// form. Upstream 6.1.0 had no _recur pair, but Debian's 6.1.176 calls it like 6.12 does
+// (docs/kernel-facts.md; 6.1-amd64 bpf_fentry_test2-fentry-fexit).
+func helperNames(p jit.Prog) (string, string) {
+	suffix := ""
+	if p.Sleepable {
+		suffix = "_sleepable"
+	}
+	if p.Kind != jit.LSM {
+		suffix += "_recur"
+	}
+	return "__bpf_prog_enter" + suffix, "__bpf_prog_exit" + suffix
+}
+
+// seenWords applies what the kernel does to argument words before anyone sees them: only
+// x86-64 6.12's clean_stack_garbage, which zeroes the upper half of a lone stack slot
+// when the function's last argument is at most 4 bytes (even if that is not the stack
+// argument).
+func seenWords(req *jit.Request, m *btfmodel.FuncModel, args []uint64) []uint64 {
+	seen := append([]uint64(nil), args...)
+	if req.Arch != btfmodel.AMD64 || req.Kernel == btfmodel.Kernel61 || len(m.Args) == 0 {
+		return seen
+	}
+	locs, nstack := placeSlots(req.Arch, m)
+	if nstack != 1 || m.Args[len(m.Args)-1].Size > 4 {
+		return seen
+	}
+	for k, l := range locs {
+		if l.reg < 0 {
+			seen[k] &= 0xffffffff
+		}
+	}
+	return seen
+}
+
+// expect computes the oracle's expectation. On a recursion miss exit gets start 0: both
+// arches copy enter's result (rbx, x20) before testing it (arm64 6.1.20 tested first, but
+// Debian's 6.1.176 has "bpf, arm64: Fix incorrect runtime stats").
+func expect(req *jit.Request, m *btfmodel.FuncModel, a *jit.Addrs, o *Options) (*expectation, error) {
+	nregs := m.NrRegs()
+	if len(o.Args) != nregs {
+		return nil, fmt.Errorf("%d argument words for %d register slots", len(o.Args), nregs)
+	}
+	flags := trampFlags(req, m)
+	x := &expectation{nregs: nregs, flags: flags, seen: seenWords(req, m, o.Args), fn: uint64(a.Func),
+		im: uint64(a.IM), ipArg: flags&jit.FlagIPArg != 0,
+		retSlot: flags&(jit.FlagCallOrig|jit.FlagRetFentryRet) != 0}
+	x.progs = make([]expProg, len(req.Progs))
+	modIdx := map[int]int{} // attach index -> position among fmod_ret programs (attach order)
+	for i, p := range req.Progs {
+		l := listOf(p.Kind, m)
+		x.progs[i] = expProg{kind: p.Kind, cookie: uint64(p.Cookie), retSlot: l != jit.Fentry && x.retSlot}
+		if l == jit.ModRet {
+			modIdx[i] = len(modIdx)
+		}
+	}
+	if len(o.RetValues) > len(modIdx) {
+		return nil, fmt.Errorf("%d return values for %d fmod_ret programs", len(o.RetValues), len(modIdx))
+	}
+	miss := map[int]bool{}
+	for _, i := range o.Miss {
+		if i < 0 || i >= len(req.Progs) {
+			return nil, fmt.Errorf("miss: no program %d", i)
+		}
+		miss[i] = true
+	}
+	// The original sees the trampoline's copy of the stack arguments when the trampoline
+	// calls it, the caller's own slots when the trampoline returns into it (fentry only).
+	callOrig := flags&jit.FlagCallOrig != 0
+	origSees := x.seen
+	if !callOrig {
+		origSees = o.Args
+	}
+	body := bodyHash(origSees, m.RetSize)
+	if o.TargetRet != nil {
+		body = *o.TargetRet
+	}
+	if callOrig {
+		x.events = append(x.events, event{kind: evTrampEnter, name: jit.HelperTrampEnter, prog: -1, ptr: x.im})
+	}
+	var retval uint64
+	short, modStarted := false, false
+	for _, i := range emissionOrder(req.Progs, m) {
+		p := req.Progs[i]
+		l := listOf(p.Kind, m)
+		if l == jit.Fexit && !x.orig && callOrig && !short {
+			x.events = append(x.events, event{kind: evOrig, prog: -1})
+			x.orig, retval = true, body
+		}
+		if l == jit.ModRet {
+			if short {
+				continue
+			}
+			if !modStarted {
+				modStarted, retval = true, 0 // the first fmod_ret program sees a zeroed slot
+			}
+		}
+		enter, exit := helperNames(p)
+		c := uint64(p.Cookie)
+		x.events = append(x.events, event{kind: evEnter, name: enter, prog: i, ptr: uint64(a.Progs[i].Prog), cookie: c})
+		if !miss[i] {
+			ev := event{kind: evProg, prog: i, ptr: uint64(a.Progs[i].BPFFunc), cookie: c, n: nregs, nargs: uint64(nregs), ret: retval}
+			if x.ipArg {
+				ev.ip = x.fn
+			}
+			copy(ev.ctx[:], x.seen)
+			x.events = append(x.events, ev)
+			x.progs[i].ran = true
+			x.progs[i].ctx = append([]uint64(nil), x.seen...)
+			if x.progs[i].retSlot {
+				x.progs[i].ctx = append(x.progs[i].ctx, retval)
+			}
+			switch {
+			case l == jit.ModRet:
+				if j := modIdx[i]; j < len(o.RetValues) {
+					retval = o.RetValues[j]
+				} else {
+					retval = 0
+				}
+			case l == jit.Fentry && flags&jit.FlagRetFentryRet != 0:
+				retval = 0 // what the fentry stub returns
+			}
+		}
+		x.events = append(x.events, event{kind: evExit, name: exit, prog: i, ptr: uint64(a.Progs[i].Prog), cookie: c})
+		if l == jit.ModRet && retval != 0 {
+			short = true // jne do_fexit: the remaining fmod_ret programs and the original are skipped
+		}
+	}
+	if callOrig && !x.orig && !short {
+		x.events = append(x.events, event{kind: evOrig, prog: -1})
+		x.orig, retval = true, body
+	}
+	if callOrig {
+		x.events = append(x.events, event{kind: evTrampExit, name: jit.HelperTrampExit, prog: -1, ptr: x.im})
+	}
+	if !callOrig {
+		// fentry-only: the trampoline returns into the body, which runs with the arguments.
+		x.events = append(x.events, event{kind: evOrig, prog: -1})
+		x.orig = true
+	}
+	for i := range x.events {
+		if x.events[i].kind == evOrig {
+			x.events[i].n = len(origSees)
+			copy(x.events[i].ctx[:], origSees)
+		}
+	}
+	switch {
+	case x.retSlot:
+		x.ret = retval
+	default:
+		x.ret = body
+	}
+	return x, nil
+}
+
+// describe names an event for reports.
+func (e *event) describe(progs []jit.Prog) string {
+	var b strings.Builder
+	switch e.kind {
+	case evEnter, evExit, evStray:
+		b.WriteString(e.name)
+	default:
+		b.WriteString(evNames[e.kind])
+	}
+	if e.prog >= 0 && e.prog < len(progs) {
+		fmt.Fprintf(&b, " (%s #%d)", progs[e.prog].Kind, e.prog)
+	}
+	return b.String()
+}

@@ -1,0 +1,101 @@
+package emu
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/trampjit/trampjit/amd64"
+	"github.com/trampjit/trampjit/arm64"
+	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/jit"
+)
+
+// One engine per arch, shared by Run and RunImage.
+var shared struct {
+	sync.Mutex
+	h map[btfmodel.Arch]*Harness
+}
+
+func harnessFor(a btfmodel.Arch) (*Harness, error) {
+	if shared.h == nil {
+		shared.h = map[btfmodel.Arch]*Harness{}
+	}
+	if h := shared.h[a]; h != nil {
+		return h, nil
+	}
+	h, err := NewHarness(a)
+	if err != nil {
+		return nil, err
+	}
+	shared.h[a] = h
+	return h, nil
+}
+
+// Addrs are the addresses a request's image runs at: its own, or the synthetic layout.
+func Addrs(req *jit.Request) *jit.Addrs {
+	if req.Addrs != nil {
+		return req.Addrs
+	}
+	return jit.Synthetic(req.Arch, req.Kernel, len(req.Progs))
+}
+
+// Generate builds trampjit's image for req.
+func Generate(req *jit.Request) (*jit.Image, *btfmodel.FuncModel, error) {
+	m, err := req.Model()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := jit.CheckAttach(req, m, nil); err != nil {
+		return nil, nil, err
+	}
+	t, err := jit.Resolve(req, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	var be jit.Backend = amd64.Backend{}
+	if req.Arch == btfmodel.ARM64 {
+		be = arm64.Backend{}
+	}
+	img, err := be.Generate(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	return img, m, nil
+}
+
+// Run generates trampjit's image for req and calls it under the emulator, opts.Count
+// times, checking every call against the oracle.
+func Run(req *jit.Request, opts Options) (*Report, error) {
+	img, m, err := Generate(req)
+	if err != nil {
+		return nil, err
+	}
+	return run(req, m, img.Code, opts)
+}
+
+// RunImage calls the given image bytes, for example a kernel's own capture (a corpus
+// case's image with its request, which carries the kernel's addresses).
+func RunImage(req *jit.Request, code []byte, opts Options) (*Report, error) {
+	m, err := req.Model()
+	if err != nil {
+		return nil, err
+	}
+	return run(req, m, code, opts)
+}
+
+func run(req *jit.Request, m *btfmodel.FuncModel, code []byte, opts Options) (*Report, error) {
+	if opts.Engine != "" && opts.Engine != "unicorn" {
+		return nil, fmt.Errorf("emu: engine %q: only unicorn is available", opts.Engine)
+	}
+	shared.Lock()
+	defer shared.Unlock()
+	h, err := harnessFor(req.Arch)
+	if err != nil {
+		return nil, err
+	}
+	l, err := h.Load(req, m, Addrs(req), code, opts)
+	if err != nil {
+		return nil, err
+	}
+	return l.Call(opts.Count)
+}

@@ -1,0 +1,349 @@
+package emu
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	uc "github.com/trampjit/trampjit/emu/unicorn"
+)
+
+// a64 is the arm64 target: AAPCS64, the kernel's `mov x9, x30; bl` patch site.
+type a64 struct{}
+
+// Encodings checked with aarch64-linux-gnu-as.
+const (
+	a64Ret    = 0xd65f03c0
+	a64Nop    = 0xd503201f
+	a64BtiC   = 0xd503245f
+	a64Wfi    = 0xd503207f
+	a64MovX9  = 0xaa1e03e9 // mov x9, x30 (ORR): the ftrace site
+	a64AddX9  = 0x910003c9 // add x9, x30, #0: a BPF program's entry
+	a64BlrX16 = 0xd63f0200
+	a64Subs28 = 0xf100079c // subs x28, x28, #1
+	a64Mov31  = 0xd28003ea // movz x10, #31
+	a64MovX0  = 0xaa0b03e0 // mov x0, x11
+	a64LdrX17 = 0x58000051 // ldr x17, #8
+	a64BrX17  = 0xd61f0220
+)
+
+type a64asm []byte
+
+func (a a64asm) w(ws ...uint32) a64asm {
+	for _, x := range ws {
+		a = binary.LittleEndian.AppendUint32(a, x)
+	}
+	return a
+}
+
+// mov64 is movz + 3 movk: any value, fixed length.
+func (a a64asm) mov64(rd int, v uint64) a64asm {
+	a = a.w(0xd2800000 | uint32(v&0xffff)<<5 | uint32(rd))
+	for hw := uint32(1); hw < 4; hw++ {
+		a = a.w(0xf2800000 | hw<<21 | uint32(v>>(16*hw)&0xffff)<<5 | uint32(rd))
+	}
+	return a
+}
+
+// branch is b (link false) or bl from at to to.
+func (a a64asm) branch(link bool, at, to uint64) (a64asm, error) {
+	d := int64(to - at)
+	if d < -(1<<27) || d >= 1<<27 || d&3 != 0 {
+		return a, fmt.Errorf("branch from %#x to %#x out of range", at, to)
+	}
+	op := uint32(0x14000000)
+	if link {
+		op = 0x94000000
+	}
+	return a.w(op | uint32(d>>2)&0x3ffffff), nil
+}
+
+// clobber overwrites x0..x17 (x0 only without keepRet) with movz xN, #(0xde00|N), lsl 16.
+func (a a64asm) clobber(keepRet bool) a64asm {
+	for n := 0; n <= 17; n++ {
+		if n == 0 && keepRet {
+			continue
+		}
+		a = a.w(0xd2a00000 | uint32(0xde00|n)<<5 | uint32(n))
+	}
+	return a
+}
+
+func (a64) ucArch() uc.Arch { return uc.ARM64 }
+
+func (a64) caller(base, fn uint64, regs []uint64) ([]byte, int, int) {
+	var a a64asm
+	for i, v := range regs {
+		a = a.mov64(i, v)
+	}
+	a = a.mov64(16, fn)
+	a = a.w(a64BlrX16)
+	after := len(a)
+	a = a.w(a64Subs28)
+	a = a.w(0x54000001 | uint32(-len(a)/4)&0x7ffff<<5) // b.ne loop
+	done := len(a)
+	return a.w(a64Wfi), after, done
+}
+
+func (a64) site(s *siteSpec) (uint64, []byte, uint64, error) {
+	if s.ip < 4 || s.ip&3 != 0 || s.fn&3 != 0 || s.ip > s.fn+64 {
+		return 0, nil, 0, fmt.Errorf("patch site %#x does not fit function %#x", s.ip, s.fn)
+	}
+	start := min(s.fn, s.ip-4)
+	var a a64asm
+	for at := start; at < s.ip-4; at += 4 {
+		if at == start && s.ibt {
+			a = a.w(a64BtiC)
+		} else {
+			a = a.w(a64Nop)
+		}
+	}
+	if s.progTarget {
+		a = a.w(a64AddX9)
+	} else {
+		a = a.w(a64MovX9)
+	}
+	// Near: bl image. Far: bl a veneer that branches with x9/x30 intact, as
+	// ftrace_caller's direct-call path does (br x17).
+	a2, err := a.branch(true, s.ip, s.image)
+	if err != nil {
+		if a2, err = a.branch(true, s.ip, s.ool); err != nil {
+			return 0, nil, 0, err
+		}
+	}
+	body := s.ip + 4
+	a2, err = a2.branch(false, body, s.ool+a64Veneer)
+	return start, a2, body, err
+}
+
+// a64Veneer is the veneer's length at the start of the out-of-line code.
+const a64Veneer = 16
+
+func (t a64) outOfLine(s *siteSpec) []byte {
+	code := a64asm(nil).w(a64LdrX17, a64BrX17)
+	code = binary.LittleEndian.AppendUint64(code, s.image)
+	if s.fail != 0 {
+		chk, _ := t.nativeBody(s.ool+a64Veneer, s.fail, s.slots) // range: checked when the fail is placed
+		code = append(code, chk...)
+	}
+	if s.constRet != nil {
+		code = code.mov64(0, *s.constRet)
+	} else {
+		code = code.mov64(11, bodySeed).w(a64Mov31)
+		for _, l := range s.slots {
+			src := l.reg
+			if src < 0 {
+				code = code.w(0xf9400000 | uint32(l.stack)<<10 | 31<<5 | 12) // ldr x12, [sp, #8j]
+				src = 12
+			}
+			code = code.w(0x9b000000 | 10<<16 | uint32(src)<<10 | 11<<5 | 11) // madd x11, x11, x10, src
+		}
+		code = code.w(a64MovX0)
+		switch s.retSize {
+		case 1:
+			code = code.w(0x92401c00) // and x0, x0, #0xff
+		case 2:
+			code = code.w(0x92403c00) // and x0, x0, #0xffff
+		case 4:
+			code = code.w(0x2a0003e0) // mov w0, w0
+		}
+	}
+	if s.clobber {
+		code = code.clobber(true)
+	}
+	return code.w(a64Ret)
+}
+
+func (a64) helperStub(at, routine uint64) ([]byte, error) {
+	a := a64asm(nil).voidRet() // the helpers return void: x0 is garbage
+	if routine == 0 {
+		return a.w(a64Ret), nil
+	}
+	return a.branch(false, at+uint64(len(a)), routine)
+}
+
+// voidRet leaves voidRet in x0: movz x0, #lo; movk x0, #hi, lsl 16.
+func (a a64asm) voidRet() a64asm {
+	return a.w(0xd2800000|uint32(voidRet&0xffff)<<5, 0xf2a00000|uint32(voidRet>>16)<<5)
+}
+
+func (a64) progStub(at, ret, routine uint64) ([]byte, error) {
+	a := a64asm(nil).mov64(0, ret)
+	if routine == 0 {
+		return a.w(a64Ret), nil
+	}
+	return a.branch(false, at+uint64(len(a)), routine)
+}
+
+func (a64) clobberRoutine(keepRet bool) []byte { return a64asm(nil).clobber(keepRet).w(a64Ret) }
+
+func (a64) enterStub(at, routine uint64) ([]byte, error) {
+	a := a64asm(nil).w(0xaa1003e0) // mov x0, x16
+	if routine == 0 {
+		return a.w(a64Ret), nil
+	}
+	return a.branch(false, at+uint64(len(a)), routine)
+}
+
+func (a64) scratch() uc.Reg { return uc.X16 }
+
+func (a64) jump(at, to uint64) ([]byte, error) { return a64asm(nil).branch(false, at, to) }
+
+func (a64) retStub() []byte { return a64asm(nil).w(a64Ret) }
+
+func (a64) argRegs() []uc.Reg {
+	return []uc.Reg{uc.X0, uc.X1, uc.X2, uc.X3, uc.X4, uc.X5, uc.X6, uc.X7}
+}
+func (a64) retReg() uc.Reg  { return uc.X0 }
+func (a64) spReg() uc.Reg   { return uc.SP }
+func (a64) linkReg() uc.Reg { return uc.X30 }
+func (a64) calleeSaved() []uc.Reg {
+	return []uc.Reg{uc.X19, uc.X20, uc.X21, uc.X22, uc.X23, uc.X24, uc.X25, uc.X26, uc.X27, uc.X29, uc.X28}
+}
+
+func (a64) names() map[uc.Reg]string {
+	m := map[uc.Reg]string{uc.SP: "sp"}
+	for n := 0; n <= 30; n++ {
+		m[uc.X(n)] = fmt.Sprintf("x%d", n)
+	}
+	return m
+}
+
+// ab assembles native checks at a known address; x16/x17 are its scratch registers.
+type ab struct {
+	a    a64asm
+	at   uint64
+	fail uint64
+	err  error
+}
+
+func (b *ab) pc() uint64 { return b.at + uint64(len(b.a)) }
+
+// bFail is b.eq +8; b fail: branch to fail when the last compare differed (b.ne itself
+// reaches only ±1 MiB).
+func (b *ab) bFail() {
+	b.a = b.a.w(0x54000040)
+	var err error
+	if b.a, err = b.a.branch(false, b.pc(), b.fail); err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+func a64Cmp(n, m int) uint32 { return 0xeb00001f | uint32(m)<<16 | uint32(n)<<5 } // cmp xn, xm
+
+// cmpScript compares xreg with the script word at off.
+func (b *ab) cmpScript(reg, off int) {
+	b.a = b.a.w(0xf9400000|uint32(off/8)<<10|21<<5|17, a64Cmp(reg, 17)) // ldr x17, [x21, #off]
+	b.bFail()
+}
+
+// load is ldur x16, [base, #disp].
+func (b *ab) load(base, disp int) {
+	b.a = b.a.w(0xf8400000 | uint32(disp&0x1ff)<<12 | uint32(base)<<5 | 16)
+}
+
+func (b *ab) checkID(id int) {
+	b.a = b.a.w(0xf9400000|21<<5|17, 0xf100001f|uint32(id)<<10|17<<5) // ldr x17, [x21]; cmp x17, #id
+	b.bFail()
+}
+
+func (b *ab) advance() { b.a = b.a.w(0x91000000 | entrySize<<10 | 21<<5 | 21) } // add x21, x21, #160
+
+func (b *ab) tail(routine uint64) {
+	if routine == 0 {
+		b.a = b.a.w(a64Ret)
+		return
+	}
+	var err error
+	if b.a, err = b.a.branch(false, b.pc(), routine); err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+func (a64) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, error) {
+	b := &ab{at: p.addr, fail: fail}
+	if p.hook == stubStray {
+		return a64asm(nil).branch(false, p.addr, fail)
+	}
+	b.checkID(p.id)
+	switch p.hook {
+	case stubEnter:
+		b.cmpScript(0, entPtr)
+		b.load(1, 0) // the cookie in run_ctx
+		b.cmpScript(16, entCookie)
+		b.a = b.a.w(0xaa0103f6, 0xf9400000|entVal/8<<10|21<<5|16) // mov x22, x1; ldr x16, [x21, #entVal]
+		b.advance()
+		b.a = b.a.w(0xaa1003e0) // mov x0, x16
+	case stubExit:
+		b.cmpScript(0, entPtr)
+		b.cmpScript(1, entVal)
+		b.a = b.a.w(a64Cmp(2, 22)) // the run_ctx enter got
+		b.bFail()
+		b.load(2, 0)
+		b.cmpScript(16, entCookie)
+		b.advance()
+		b.a = b.a.voidRet()
+	case stubTramp:
+		b.cmpScript(0, entPtr)
+		b.advance()
+		b.a = b.a.voidRet()
+	case stubProg:
+		for _, k := range c.progWords(p.prog) {
+			b.load(0, 8*k)
+			b.cmpScript(16, ctxOff(k))
+		}
+		b.load(22, 0) // the cookie bpf_get_attach_cookie would read
+		b.cmpScript(16, entCookie)
+		b.advance()
+		b.a = b.a.mov64(0, p.ret)
+	}
+	b.tail(routine)
+	return b.a, b.err
+}
+
+func (a64) nativeBody(at, fail uint64, locs []slotLoc) ([]byte, error) {
+	b := &ab{at: at, fail: fail}
+	b.checkID(idOriginal)
+	for k, l := range locs {
+		reg := l.reg
+		if reg < 0 {
+			b.a = b.a.w(0xf9400000 | uint32(l.stack)<<10 | 31<<5 | 16) // ldr x16, [sp, #8j]
+			reg = 16
+		}
+		b.cmpScript(reg, ctxOff(k))
+	}
+	b.advance()
+	return b.a, b.err
+}
+
+func (a64) nativeCaller(base, fn uint64, regs []uint64, cc *callerCheck) ([]byte, int, int, int) {
+	var a a64asm
+	a = a.mov64(21, scriptBase)
+	for i, v := range regs {
+		a = a.mov64(i, v)
+	}
+	a = a.mov64(16, fn).w(a64BlrX16)
+	after := len(a)
+	var bnes []int
+	bne := func() { bnes = append(bnes, len(a)); a = a.w(0x54000001) }
+	a = a.mov64(17, cc.scriptEnd).w(a64Cmp(21, 17))
+	bne()
+	a = a.mov64(17, cc.ret).w(a64Cmp(0, 17))
+	bne()
+	a = a.w(0x910003f0).mov64(17, sp0).w(a64Cmp(16, 17)) // mov x16, sp
+	bne()
+	for _, n := range []int{19, 20, 23, 24, 25, 26, 27, 29} {
+		a = a.mov64(17, cc.canaries[uc.X(n)]).w(a64Cmp(n, 17))
+		bne()
+	}
+	a = a.w(a64Subs28)
+	a = a.w(0x54000001 | uint32(-len(a)/4)&0x7ffff<<5) // b.ne loop
+	done := len(a)
+	a = a.w(a64Wfi)
+	fail := len(a)
+	a = a.w(a64Wfi)
+	for _, at := range bnes {
+		w := binary.LittleEndian.Uint32(a[at:]) | uint32((fail-at)/4)&0x7ffff<<5
+		binary.LittleEndian.PutUint32(a[at:], w)
+	}
+	return a, after, done, fail
+}

@@ -1,0 +1,374 @@
+package emu
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	uc "github.com/trampjit/trampjit/emu/unicorn"
+)
+
+// x86 is the x86-64 target: SysV calling convention, the kernel's patch site.
+type x86 struct{}
+
+// Hardware register numbers.
+const (
+	xRAX = 0
+	xRCX = 1
+	xRDX = 2
+	xRSI = 6
+	xRDI = 7
+	xR8  = 8
+	xR11 = 11
+)
+
+var x86ArgNums = [6]int{xRDI, xRSI, xRDX, xRCX, xR8, xR8 + 1}
+
+// x86Scratch are the caller-saved registers a clobbering stub overwrites (rax last: it is
+// the return register).
+var x86Scratch = []int{xRCX, xRDX, xRSI, xRDI, 8, 9, 10, 11, xRAX}
+
+type x86asm []byte
+
+func (a x86asm) movabs(r int, v uint64) x86asm {
+	a = append(a, 0x48|byte(r>>3), 0xb8+byte(r&7))
+	return binary.LittleEndian.AppendUint64(a, v)
+}
+
+// mov32 is mov r32, imm32 (zero-extends).
+func (a x86asm) mov32(r int, v uint32) x86asm {
+	if r >= 8 {
+		a = append(a, 0x41)
+	}
+	a = append(a, 0xb8+byte(r&7))
+	return binary.LittleEndian.AppendUint32(a, v)
+}
+
+func (a x86asm) rel32(op byte, at, to uint64) (x86asm, error) {
+	d := int64(to - (at + 5))
+	if d != int64(int32(d)) {
+		return a, fmt.Errorf("rel32 from %#x to %#x out of range", at, to)
+	}
+	a = append(a, op)
+	return binary.LittleEndian.AppendUint32(a, uint32(int32(d))), nil
+}
+
+func (a x86asm) clobber(keepRet bool) x86asm {
+	for _, r := range x86Scratch {
+		if r == xRAX && keepRet {
+			continue
+		}
+		a = a.mov32(r, clobberValue(r))
+	}
+	return a
+}
+
+func (x86) ucArch() uc.Arch { return uc.X86_64 }
+
+func (x86) caller(base, fn uint64, regs []uint64) ([]byte, int, int) {
+	var a x86asm
+	for i, v := range regs {
+		a = a.movabs(x86ArgNums[i], v)
+	}
+	a = a.movabs(xR11, fn)
+	a = append(a, 0x41, 0xff, 0xd3) // call r11
+	after := len(a)
+	a = append(a, 0x49, 0xff, 0xcf) // dec r15
+	a = append(a, 0x0f, 0x85)       // jnz loop
+	a = binary.LittleEndian.AppendUint32(a, uint32(int32(-(len(a) + 4))))
+	done := len(a)
+	a = append(a, 0xf4) // hlt, behind the sentinel hook
+	return a, after, done
+}
+
+// poison is the sealed-ENDBR "nopw (%rax)" IBT kernels put at function entry.
+var poison = []byte{0x66, 0x0f, 0x1f, 0x00}
+
+func (x86) site(s *siteSpec) (uint64, []byte, uint64, error) {
+	if s.ip < s.fn || s.ip-s.fn > 64 {
+		return 0, nil, 0, fmt.Errorf("patch site %#x is not just after function %#x", s.ip, s.fn)
+	}
+	var a x86asm
+	if pad := int(s.ip - s.fn); pad == 4 {
+		a = append(a, poison...)
+	} else {
+		for ; pad > 0; pad-- {
+			a = append(a, 0x90)
+		}
+	}
+	a, err := a.rel32(0xe8, s.ip, s.image) // the patched call
+	if err != nil {
+		return 0, nil, 0, fmt.Errorf("patch site: %w", err)
+	}
+	body := s.fn + uint64(len(a))
+	a, err = a.rel32(0xe9, body, s.ool) // jmp to the body
+	return s.fn, a, body, err
+}
+
+func (t x86) outOfLine(s *siteSpec) []byte {
+	var a x86asm
+	if s.fail != 0 {
+		a, _ = t.nativeBody(s.ool, s.fail, s.slots) // range: checked when the fail is placed
+	}
+	if s.constRet != nil {
+		a = a.movabs(xRAX, *s.constRet)
+	} else {
+		a = a.mov32(xRAX, bodySeed)
+		for _, l := range s.slots {
+			a = append(a, 0x48, 0x6b, 0xc0, 0x1f) // imul rax, rax, 31
+			if l.reg >= 0 {
+				r := x86ArgNums[l.reg]
+				a = append(a, 0x48|byte(r>>3)<<2, 0x01, 0xc0|byte(r&7)<<3) // add rax, r
+			} else {
+				a = append(a, 0x48, 0x03, 0x44, 0x24, byte(8+8*l.stack)) // add rax, [rsp+8+8j]
+			}
+		}
+		switch s.retSize {
+		case 1:
+			a = append(a, 0x0f, 0xb6, 0xc0) // movzx eax, al
+		case 2:
+			a = append(a, 0x0f, 0xb7, 0xc0) // movzx eax, ax
+		case 4:
+			a = append(a, 0x89, 0xc0) // mov eax, eax
+		}
+	}
+	if s.clobber {
+		a = a.clobber(true)
+	}
+	return append(a, 0xc3)
+}
+
+func (x86) helperStub(at, routine uint64) ([]byte, error) {
+	a := x86asm(nil).mov32(xRAX, voidRet) // the helpers return void: rax is garbage
+	if routine == 0 {
+		return append(a, 0xc3), nil
+	}
+	return a.rel32(0xe9, at+uint64(len(a)), routine)
+}
+
+func (x86) progStub(at, ret, routine uint64) ([]byte, error) {
+	a := x86asm(nil).movabs(xRAX, ret)
+	if routine == 0 {
+		return append(a, 0xc3), nil
+	}
+	return a.rel32(0xe9, at+uint64(len(a)), routine)
+}
+
+func (x86) clobberRoutine(keepRet bool) []byte { return append(x86asm(nil).clobber(keepRet), 0xc3) }
+
+func (x86) enterStub(at, routine uint64) ([]byte, error) {
+	a := x86asm{0x4c, 0x89, 0xd8} // mov rax, r11
+	if routine == 0 {
+		return append(a, 0xc3), nil
+	}
+	return a.rel32(0xe9, at+uint64(len(a)), routine)
+}
+
+func (x86) scratch() uc.Reg { return uc.R11 }
+
+func (x86) jump(at, to uint64) ([]byte, error) { return x86asm(nil).rel32(0xe9, at, to) }
+
+func (x86) retStub() []byte { return []byte{0xc3} }
+
+func (x86) argRegs() []uc.Reg { return []uc.Reg{uc.RDI, uc.RSI, uc.RDX, uc.RCX, uc.R8, uc.R9} }
+func (x86) retReg() uc.Reg    { return uc.RAX }
+func (x86) spReg() uc.Reg     { return uc.RSP }
+func (x86) linkReg() uc.Reg   { return 0 }
+func (x86) calleeSaved() []uc.Reg {
+	return []uc.Reg{uc.RBX, uc.RBP, uc.R12, uc.R13, uc.R14, uc.R15}
+}
+
+func (x86) names() map[uc.Reg]string {
+	return map[uc.Reg]string{uc.RAX: "rax", uc.RBX: "rbx", uc.RBP: "rbp", uc.RSP: "rsp",
+		uc.R12: "r12", uc.R13: "r13", uc.R14: "r14", uc.R15: "r15"}
+}
+
+// xb assembles native checks at a known address.
+type xb struct {
+	a    x86asm
+	at   uint64 // address of a[0]
+	fail uint64
+	err  error
+}
+
+func (b *xb) pc() uint64 { return b.at + uint64(len(b.a)) }
+
+func (b *xb) jne() {
+	b.a = append(b.a, 0x0f, 0x85)
+	d := int64(b.fail - (b.pc() + 4))
+	if d != int64(int32(d)) && b.err == nil {
+		b.err = fmt.Errorf("jne to %#x out of range", b.fail)
+	}
+	b.a = binary.LittleEndian.AppendUint32(b.a, uint32(int32(d)))
+}
+
+// mem appends a ModRM (+SIB) and displacement for [base+disp] with reg in the reg field.
+func (b *xb) mem(reg, base, disp int) {
+	mod := byte(0x40)
+	if disp < -128 || disp > 127 {
+		mod = 0x80
+	}
+	b.a = append(b.a, mod|byte(reg&7)<<3|byte(base&7))
+	if base&7 == 4 {
+		b.a = append(b.a, 0x24)
+	}
+	if mod == 0x40 {
+		b.a = append(b.a, byte(int8(disp)))
+	} else {
+		b.a = binary.LittleEndian.AppendUint32(b.a, uint32(int32(disp)))
+	}
+}
+
+// cmpScript is cmp reg, [r12+off]; jne fail.
+func (b *xb) cmpScript(reg, off int) {
+	b.a = append(b.a, 0x49|byte(reg>>3)<<2, 0x3b)
+	b.mem(reg, 12, off)
+	b.jne()
+}
+
+// load is mov rax, [base+disp].
+func (b *xb) load(base, disp int) {
+	b.a = append(b.a, 0x48|byte(base>>3), 0x8b)
+	b.mem(xRAX, base, disp)
+}
+
+func (b *xb) checkID(id int) {
+	b.a = append(b.a, 0x49, 0x81, 0x3c, 0x24) // cmp qword [r12], imm32
+	b.a = binary.LittleEndian.AppendUint32(b.a, uint32(id))
+	b.jne()
+}
+
+func (b *xb) advance() {
+	b.a = append(b.a, 0x49, 0x81, 0xc4) // add r12, imm32
+	b.a = binary.LittleEndian.AppendUint32(b.a, entrySize)
+}
+
+// tail returns, or jumps to the clobber routine.
+func (b *xb) tail(routine uint64) {
+	if routine == 0 {
+		b.a = append(b.a, 0xc3)
+		return
+	}
+	var err error
+	if b.a, err = b.a.rel32(0xe9, b.pc(), routine); err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+const xR12, xR13 = 12, 13
+
+func (x86) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, error) {
+	b := &xb{at: p.addr, fail: fail}
+	if p.hook == stubStray {
+		b.a = append(b.a, 0xe9, 0, 0, 0, 0)
+		binary.LittleEndian.PutUint32(b.a[1:], uint32(int32(int64(fail-(p.addr+5)))))
+		return b.a, nil
+	}
+	b.checkID(p.id)
+	switch p.hook {
+	case stubEnter:
+		b.cmpScript(xRDI, entPtr)
+		b.load(xRSI, 0) // the cookie in run_ctx
+		b.cmpScript(xRAX, entCookie)
+		b.a = append(b.a, 0x49, 0x89, 0xf5)               // mov r13, rsi
+		b.a = append(b.a, 0x4d, 0x8b, 0x5c, 0x24, entVal) // mov r11, [r12+entVal]
+		b.advance()
+		b.a = append(b.a, 0x4c, 0x89, 0xd8) // mov rax, r11
+	case stubExit:
+		b.cmpScript(xRDI, entPtr)
+		b.cmpScript(xRSI, entVal)
+		b.a = append(b.a, 0x4c, 0x39, 0xea) // cmp rdx, r13: the run_ctx enter got
+		b.jne()
+		b.load(xRDX, 0)
+		b.cmpScript(xRAX, entCookie)
+		b.advance()
+		b.a = b.a.mov32(xRAX, voidRet)
+	case stubTramp:
+		b.cmpScript(xRDI, entPtr)
+		b.advance()
+		b.a = b.a.mov32(xRAX, voidRet)
+	case stubProg:
+		for _, k := range c.progWords(p.prog) {
+			b.load(xRDI, 8*k)
+			b.cmpScript(xRAX, ctxOff(k))
+		}
+		b.load(xR13, 0) // the cookie bpf_get_attach_cookie would read
+		b.cmpScript(xRAX, entCookie)
+		b.advance()
+		b.a = b.a.movabs(xRAX, p.ret)
+	}
+	b.tail(routine)
+	return b.a, b.err
+}
+
+// progWords are the ctx indexes a program's stub compares.
+func (c *nativeCfg) progWords(prog int) []int {
+	var ks []int
+	if c.ipArg {
+		ks = append(ks, -2)
+	}
+	for k := -1; k < c.nregs; k++ {
+		ks = append(ks, k)
+	}
+	if c.retSlot[prog] {
+		ks = append(ks, c.nregs)
+	}
+	return ks
+}
+
+// nativeBody checks the original's arguments (registers, then its stack slots).
+func (x86) nativeBody(at, fail uint64, locs []slotLoc) ([]byte, error) {
+	b := &xb{at: at, fail: fail}
+	b.checkID(idOriginal)
+	for k, l := range locs {
+		if l.reg >= 0 {
+			b.cmpScript(x86ArgNums[l.reg], ctxOff(k))
+		} else {
+			b.load(4, 8+8*l.stack) // mov rax, [rsp+8+8j]
+			b.cmpScript(xRAX, ctxOff(k))
+		}
+	}
+	b.advance()
+	return b.a, b.err
+}
+
+// nativeCaller is the batch loop with the per-call checks in emulated code.
+func (x86) nativeCaller(base, fn uint64, regs []uint64, cc *callerCheck) ([]byte, int, int, int) {
+	var a x86asm
+	a = a.movabs(xR12, scriptBase)
+	for i, v := range regs {
+		a = a.movabs(x86ArgNums[i], v)
+	}
+	a = a.movabs(xR11, fn)
+	a = append(a, 0x41, 0xff, 0xd3) // call r11
+	after := len(a)
+	var jnes []int
+	jne := func() { a = append(a, 0x0f, 0x85, 0, 0, 0, 0); jnes = append(jnes, len(a)) }
+	a = a.movabs(xR11, cc.scriptEnd)
+	a = append(a, 0x4d, 0x39, 0xdc) // cmp r12, r11: every scripted call came
+	jne()
+	a = a.movabs(xR11, cc.ret)
+	a = append(a, 0x4c, 0x39, 0xd8) // cmp rax, r11
+	jne()
+	a = append(a, 0x48, 0x81, 0xfc) // cmp rsp, imm32
+	a = binary.LittleEndian.AppendUint32(a, sp0)
+	jne()
+	for _, r := range []struct {
+		reg uc.Reg
+		num int
+	}{{uc.RBX, 3}, {uc.RBP, 5}, {uc.R14, 14}} {
+		a = a.movabs(xR11, cc.canaries[r.reg])
+		a = append(a, 0x4c|byte(r.num>>3), 0x39, 0xd8|byte(r.num&7)) // cmp reg, r11
+		jne()
+	}
+	a = append(a, 0x49, 0xff, 0xcf) // dec r15
+	a = append(a, 0x0f, 0x85)       // jnz loop
+	a = binary.LittleEndian.AppendUint32(a, uint32(int32(-(len(a) + 4))))
+	done := len(a)
+	a = append(a, 0xf4)
+	fail := len(a)
+	a = append(a, 0xf4)
+	for _, end := range jnes {
+		binary.LittleEndian.PutUint32(a[end-4:], uint32(int32(fail-end)))
+	}
+	return a, after, done, fail
+}
