@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/trampjit/trampjit/amd64"
-	"github.com/trampjit/trampjit/arm64"
+	_ "github.com/trampjit/trampjit/amd64" // registers the x86_64 backend
+	_ "github.com/trampjit/trampjit/arm64" // registers the arm64 backend
 	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/jit"
 )
@@ -39,28 +39,13 @@ func Addrs(req *jit.Request) *jit.Addrs {
 	return jit.Synthetic(req.Arch, req.Kernel, len(req.Progs))
 }
 
-// Generate builds trampjit's image for req.
+// Generate builds trampjit's image for req (jit.Generate, with the model it used).
 func Generate(req *jit.Request) (*jit.Image, *btfmodel.FuncModel, error) {
-	m, err := req.Model()
+	t, img, err := jit.Generate(req)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := jit.CheckAttach(req, m, nil); err != nil {
-		return nil, nil, err
-	}
-	t, err := jit.Resolve(req, m)
-	if err != nil {
-		return nil, nil, err
-	}
-	var be jit.Backend = amd64.Backend{}
-	if req.Arch == btfmodel.ARM64 {
-		be = arm64.Backend{}
-	}
-	img, err := be.Generate(t)
-	if err != nil {
-		return nil, nil, err
-	}
-	return img, m, nil
+	return img, t.Model, nil
 }
 
 // Run generates trampjit's image for req and calls it under the emulator, opts.Count

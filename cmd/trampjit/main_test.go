@@ -73,7 +73,9 @@ func TestModelErrors(t *testing.T) {
 		{[]string{"model", "--proto", "int f(void)", "--format", "yaml"}, 2, "unknown --format"},
 		{[]string{"model"}, 2, "need --func NAME"},
 		{[]string{"model", "--proto", "int f(void)", "--btf", btf612}, 2, "either --proto or --btf"},
-		{[]string{"run"}, 2, "not implemented yet"},
+		{[]string{"run", "--proto", "int f(void)", "--fentry", "1", "--engine", "native"}, 2, "not implemented yet"},
+		{[]string{"run", "--proto", "int f(int a)", "--fentry", "1", "--args", "x"}, 2, `--args: "x" is not a 64-bit integer`},
+		{[]string{"run", "--corpus", "../../testdata/kernel/6.12-amd64", "--case", "do_exit-fexit"}, 1, "has no image: the kernel refused it"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
 	} {
 		code, _, errOut := trampjit(c.args...)
@@ -127,5 +129,39 @@ func TestVerifyELF(t *testing.T) {
 	code, out, _ = trampjit("verify", "--btf", btf612, "testdata/verify.bpf.o", "--color", "never")
 	if code != 0 || !strings.Contains(out, "r1 = *(u16 *)(r1 +16) -> sk->__sk_common.skc_family") {
 		t.Errorf("text output (exit %d):\n%s", code, out)
+	}
+}
+
+// fmod_ret semantics (x86_64-trampoline.md §4.7): a non-zero return skips the original and
+// becomes the return value; fexit still runs and sees it in its return slot.
+func TestRunFmodRet(t *testing.T) {
+	for _, arch := range []string{"amd64", "arm64"} {
+		code, out, errOut := trampjit("run", "--proto", "int f(int a, u64 b)", "--arch", arch,
+			"--fentry", "1", "--fmod-ret", "1", "--fexit", "1", "--args", "5,6", "--ret-values", "7", "--format", "json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s %s", arch, code, errOut, out)
+		}
+		var rep map[string]any
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"ok", "engine", "args", "ret", "original_called", "programs", "checks", "hits", "hits_per_sec"} {
+			if _, ok := rep[k]; !ok {
+				t.Errorf("%s: JSON contract lacks %q", arch, k)
+			}
+		}
+		if rep["ok"] != true || rep["ret"] != float64(7) || rep["original_called"] != false {
+			t.Errorf("%s: ok=%v ret=%v original_called=%v", arch, rep["ok"], rep["ret"], rep["original_called"])
+		}
+		progs := rep["programs"].([]any)
+		fexit := progs[1].(map[string]any)
+		if ctx := fexit["ctx"].([]any); fexit["kind"] != "fexit" || len(ctx) != 3 || ctx[2] != float64(7) {
+			t.Errorf("%s: fexit saw %v", arch, fexit)
+		}
+	}
+	// The kernel's own image of a corpus case runs at its kernel addresses.
+	code, out, errOut := trampjit("run", "--corpus", "../../testdata/kernel/6.12-arm64", "--case", "bpf_fentry_test2-fentry-fexit", "--count", "100")
+	if code != 0 || !strings.Contains(out, "ok") {
+		t.Errorf("corpus case: exit %d\n%s%s", code, out, errOut)
 	}
 }
