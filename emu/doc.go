@@ -11,6 +11,11 @@
 //	                            its request (the kernel's own addresses)
 //	NewHarness(arch).Load(...)  one engine per arch; Loaded.Call(n), Loaded.SetImage
 //	Mutants(arch, code)         displacement/immediate mutants of an image
+//	NativeAddrs(kernel, n)      jit.Synthetic's x86_64 layout moved to user space
+//	NativeCost(req, calls, reps) cycles and ns per hit natively: plain call, stubs, trampoline
+//
+// Options.Engine "native" (x86_64 Linux hosts, NativeSupported) runs the image on the CPU
+// instead: same harness, same oracle, same checks in the generated code; see below.
 //
 // Options.Args are the argument words, one per ctx slot; RetValues what each fmod_ret
 // program returns (attach order); Miss the programs whose enter helper reports a
@@ -68,6 +73,28 @@
 // tests run both
 // modes on every case and require the same report; a replay that passes where the
 // emulated checks failed is reported as a failure, never a pass.
+//
+// # The native engine
+//
+// Run and RunImage with Options.Engine "native" lay out exactly what Unicorn maps (prepare:
+// the traced function, the checking stubs, the caller, its frame and the script, at the
+// same addresses) and hand it to emu/native, which forks a child that maps it with
+// MAP_FIXED_NOREPLACE and runs it. The only difference is the x86 target's exit flavour:
+// where Unicorn stops on hlt (a halt sentinel), native code calls back into the child's
+// exit routine (`movabs r11, exit; call r11`), which returns to the C caller with every
+// register. Requests without addrs get NativeAddrs (image, programs, function and
+// helpers within rel32 reach around 0x7e0000000000); kernel addresses and arm64 images are
+// refused. A run that fails natively (a check, a signal, a timeout, a changed frame) is
+// replayed under Unicorn with Go hooks at the same addresses to say what differed, and the
+// run check adds what the CPU did (signal, faulting address, pc). Crashes never reach the
+// Go process: the child has its own signal handlers on an alternate stack, a timer and a
+// CPU limit (emu/native's doc). Natively the budget is a timeout, not an instruction count.
+// Reports equal Unicorn's except for the engine's name, the rate and the budget's wording.
+//
+// Native cost (cost_native.go, BenchmarkNativeCost, docs/cost.md): one child runs, per
+// repetition, a plain call of the function (patch site nop5), a replay of the stub calls
+// the trampoline makes, and the trampoline, interleaved, with stubs that only return.
+// Checked native calls run at ~40 M hits/s (BenchmarkNativeChecked).
 //
 // # Cost (go test -run '^$' -bench . ./emu/, shared 2-core AMD EPYC, libunicorn 2.0.1)
 //

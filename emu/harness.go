@@ -111,8 +111,52 @@ func (h *Harness) Load(req *jit.Request, m *btfmodel.FuncModel, addrs *jit.Addrs
 	if err := h.unload(); err != nil {
 		return nil, err
 	}
+	l, pr, err := h.prepare(req, m, addrs, code, o, h.script)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.mapPieces(pr.pieces); err != nil {
+		return nil, err
+	}
+	if l.opts.Trace {
+		if err := h.installHooks(l, pr.pieces); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.e.Write(callerBase, pr.caller); err != nil {
+		return nil, err
+	}
+	for _, a := range append(pr.fails, l.done) {
+		// Halt sentinels: a code hook would be visited by every counted instruction.
+		if err := h.e.AddSentinel(a, uc.SentinelHalt); err != nil {
+			return nil, err
+		}
+		h.sentinels = append(h.sentinels, a)
+	}
+	if l.opts.Trace {
+		if err := h.hook(l.after, l.afterHook); err != nil {
+			return nil, err
+		}
+	}
+	h.cur = l
+	return l, nil
+}
+
+// prepared is the code a Loaded needs mapped: what Load gives Unicorn and the native
+// engine gives a child process.
+type prepared struct {
+	pieces []piece
+	fails  []uint64 // fail addresses of the checks (checked mode)
+	caller []byte   // at callerBase
+	script []byte   // the checks' script, at scriptBase (checked mode)
+}
+
+// prepare computes the oracle's expectation and lays out everything around the image,
+// without touching an engine (h.tg only). script receives the checks' script unless
+// o.Trace.
+func (h *Harness) prepare(req *jit.Request, m *btfmodel.FuncModel, addrs *jit.Addrs, code []byte, o Options, script []byte) (*Loaded, *prepared, error) {
 	if len(addrs.Progs) != len(req.Progs) {
-		return nil, fmt.Errorf("emu: %d program addresses for %d programs", len(addrs.Progs), len(req.Progs))
+		return nil, nil, fmt.Errorf("emu: %d program addresses for %d programs", len(addrs.Progs), len(req.Progs))
 	}
 	if o.Budget == 0 {
 		o.Budget = DefaultBudget
@@ -126,11 +170,11 @@ func (h *Harness) Load(req *jit.Request, m *btfmodel.FuncModel, addrs *jit.Addrs
 	l.locs, l.nstack = placeSlots(req.Arch, m)
 	for i := range l.locs {
 		if l.locs[i].reg >= len(h.tg.argRegs()) {
-			return nil, fmt.Errorf("emu: argument slot %d has no register", i)
+			return nil, nil, fmt.Errorf("emu: argument slot %d has no register", i)
 		}
 	}
 	if 8*l.nstack+64 > frameLen {
-		return nil, fmt.Errorf("emu: %d stack slots do not fit the caller's frame", l.nstack)
+		return nil, nil, fmt.Errorf("emu: %d stack slots do not fit the caller's frame", l.nstack)
 	}
 	cs := h.tg.calleeSaved()
 	l.canary = make([]uint64, len(cs))
@@ -139,7 +183,7 @@ func (h *Harness) Load(req *jit.Request, m *btfmodel.FuncModel, addrs *jit.Addrs
 	}
 	var err error
 	if l.exp, err = expect(req, m, addrs, &o); err != nil {
-		return nil, fmt.Errorf("emu: %w", err)
+		return nil, nil, fmt.Errorf("emu: %w", err)
 	}
 	for i, p := range addrs.Progs {
 		l.progByPtr[uint64(p.Prog)] = i
@@ -151,12 +195,15 @@ func (h *Harness) Load(req *jit.Request, m *btfmodel.FuncModel, addrs *jit.Addrs
 			nc.retSlot = append(nc.retSlot, p.retSlot)
 		}
 	}
-	pieces, ids, fails, err := h.layOut(l, nc)
-	if err != nil {
-		return nil, fmt.Errorf("emu: %w", err)
+	pr := &prepared{}
+	var ids map[string]int
+	if pr.pieces, ids, pr.fails, err = h.layOut(l, nc); err != nil {
+		return nil, nil, fmt.Errorf("emu: %w", err)
 	}
-	if err := h.mapPieces(pieces); err != nil {
-		return nil, err
+	for _, r := range pageRuns(pr.pieces) {
+		if r[0] < stackBase+stackSize {
+			return nil, nil, fmt.Errorf("emu: code at %#x collides with the harness's own memory", r[0])
+		}
 	}
 	var regs []uint64
 	for k, loc := range l.locs {
@@ -165,43 +212,25 @@ func (h *Harness) Load(req *jit.Request, m *btfmodel.FuncModel, addrs *jit.Addrs
 		}
 	}
 	// Registers are loaded in slot order: placeSlots hands them out in order.
-	var ccode []byte
 	var after, done int
 	if nc != nil {
-		n, err := buildScript(h.script, l.exp, ids)
+		n, err := buildScript(script, l.exp, ids)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		pr.script = script[:n]
 		cc := &callerCheck{scriptEnd: scriptBase + uint64(n), ret: l.exp.ret, canaries: map[uc.Reg]uint64{}}
 		for i, r := range cs {
 			cc.canaries[r] = l.canary[i]
 		}
 		var fail int
-		ccode, after, done, fail = h.tg.nativeCaller(callerBase, l.entry, regs, cc)
-		fails = append(fails, callerBase+uint64(fail))
+		pr.caller, after, done, fail = h.tg.nativeCaller(callerBase, l.entry, regs, cc)
+		pr.fails = append(pr.fails, callerBase+uint64(fail))
 	} else {
-		ccode, after, done = h.tg.caller(callerBase, l.entry, regs)
-		if err := h.installHooks(l, pieces); err != nil {
-			return nil, err
-		}
-	}
-	if err := h.e.Write(callerBase, ccode); err != nil {
-		return nil, err
+		pr.caller, after, done = h.tg.caller(callerBase, l.entry, regs)
 	}
 	l.after = callerBase + uint64(after)
 	l.done = callerBase + uint64(done)
-	for _, a := range append(fails, l.done) {
-		// Halt sentinels: a code hook would be visited by every counted instruction.
-		if err := h.e.AddSentinel(a, uc.SentinelHalt); err != nil {
-			return nil, err
-		}
-		h.sentinels = append(h.sentinels, a)
-	}
-	if nc == nil {
-		if err := h.hook(l.after, l.afterHook); err != nil {
-			return nil, err
-		}
-	}
 	// The caller's frame: stack arguments, then canaries the callee must not touch.
 	l.frame = make([]byte, frameLen)
 	for i := range l.frame {
@@ -226,8 +255,7 @@ func (h *Harness) Load(req *jit.Request, m *btfmodel.FuncModel, addrs *jit.Addrs
 		l.hookRegs = append(l.hookRegs, append(append([]uc.Reg{}, h.tg.argRegs()[:n]...), link))
 	}
 	l.ev = make([]event, 0, len(l.exp.events)+8)
-	h.cur = l
-	return l, nil
+	return l, pr, nil
 }
 
 // unload removes the previous trampoline's mappings and hooks.
@@ -256,9 +284,6 @@ func (h *Harness) unload() error {
 
 func (h *Harness) mapPieces(ps []piece) error {
 	for _, r := range pageRuns(ps) {
-		if r[0] < stackBase+stackSize {
-			return fmt.Errorf("emu: code at %#x collides with the harness's own memory", r[0])
-		}
 		if err := h.e.Map(r[0], r[1], uc.ProtRead|uc.ProtExec); err != nil {
 			return err
 		}
@@ -369,24 +394,34 @@ func (l *Loaded) nativeResult(n int, x uc.Exit, err error, elapsed time.Duration
 	if err == nil {
 		where = "the check at " + l.where(x.Sentinel)
 	}
-	o := l.opts
-	o.Trace, o.Count = true, k
-	tl, terr := h.Load(l.req, l.m, l.addrs, l.code, o)
-	if terr != nil {
-		return nil, terr
-	}
-	r, terr := tl.Call(k)
+	r, terr := l.replay(h, k, "failed "+where+" in emulated code")
 	if terr != nil {
 		return nil, terr
 	}
 	if err := l.reload(); err != nil {
 		return nil, err
 	}
+	return r, nil
+}
+
+// replay runs calls 1..k again in hu under Unicorn, traced by Go hooks, to say what the
+// failing call k did; what says how it failed. A replay that passes is reported as a
+// failure, never a pass.
+func (l *Loaded) replay(hu *Harness, k int, what string) (*Report, error) {
+	o := l.opts
+	o.Trace, o.Count, o.Engine = true, k, ""
+	tl, err := hu.Load(l.req, l.m, l.addrs, l.code, o)
+	if err != nil {
+		return nil, err
+	}
+	r, err := tl.Call(k)
+	if err != nil {
+		return nil, err
+	}
 	if r.OK {
-		// The replay passed where the emulated checks did not: never report that as a pass.
 		r.OK = false
 		r.Checks = append(r.Checks, Check{Name: CheckRun, Detail: fmt.Sprintf(
-			"call %d failed %s in emulated code, but its traced replay passed", k, where)})
+			"call %d %s, but its traced replay passed", k, what)})
 	}
 	return r, nil
 }

@@ -153,7 +153,7 @@ func addClusterCode(tg target, all []piece, clobber, native bool) ([]piece, erro
 				x.keep, x.every, at = keep.addr, every.addr, every.end()
 			}
 			if native {
-				f := piece{name: "fail", addr: at, code: tg.retStub(), fail: true}
+				f := piece{name: "fail", addr: at, code: tg.failStub(), fail: true}
 				all = append(all, f)
 				x.fail = f.addr
 			}
@@ -307,7 +307,7 @@ func (h *Harness) layOut(l *Loaded, nc *nativeCfg) ([]piece, map[string]int, []u
 			}
 		}
 		if site.fail == 0 {
-			f := piece{name: "fail", addr: placeAfter(pieces, site.ool), code: h.tg.retStub(), fail: true}
+			f := piece{name: "fail", addr: placeAfter(pieces, site.ool), code: h.tg.failStub(), fail: true}
 			pieces = append(pieces, f)
 			site.fail = f.addr
 		}

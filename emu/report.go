@@ -24,12 +24,14 @@ type Options struct {
 	// Count is the number of calls; above 1 the caller loops inside emulated code
 	// (batch mode) and every call is checked.
 	Count int
-	// Engine is "unicorn" (or empty).
+	// Engine is "unicorn" (or empty) or "native" (x86_64 hosts: the image runs on the
+	// CPU in a forked child, checked by the same code; engine_native.go).
 	Engine string
 	// TargetRet makes the original return this value instead of its hash of the
 	// arguments, to reproduce a recorded call of a real kernel function.
 	TargetRet *uint64
-	// Budget is the instruction budget per call (0: DefaultBudget).
+	// Budget is the instruction budget per call (0: DefaultBudget); natively, where
+	// nothing counts instructions, a timeout of 0.25 s plus Budget ns per call.
 	Budget uint64
 	// Trace records every call with Go hooks and checks it in Go. By default the
 	// checks run in emulated code and only a failing call is replayed with tracing,

@@ -48,9 +48,16 @@ func Generate(req *jit.Request) (*jit.Image, *btfmodel.FuncModel, error) {
 	return img, t.Model, nil
 }
 
-// Run generates trampjit's image for req and calls it under the emulator, opts.Count
-// times, checking every call against the oracle.
+// Run generates trampjit's image for req and calls it under the emulator (or natively,
+// Options.Engine; a request without addrs then gets NativeAddrs), opts.Count times,
+// checking every call against the oracle.
 func Run(req *jit.Request, opts Options) (*Report, error) {
+	if opts.Engine == EngineNative {
+		if err := checkNative(nativeRequest(req)); err != nil {
+			return nil, err
+		}
+		req = nativeRequest(req)
+	}
 	img, m, err := Generate(req)
 	if err != nil {
 		return nil, err
@@ -69,11 +76,14 @@ func RunImage(req *jit.Request, code []byte, opts Options) (*Report, error) {
 }
 
 func run(req *jit.Request, m *btfmodel.FuncModel, code []byte, opts Options) (*Report, error) {
-	if opts.Engine != "" && opts.Engine != "unicorn" {
-		return nil, fmt.Errorf("emu: engine %q: only unicorn is available", opts.Engine)
+	if opts.Engine != "" && opts.Engine != EngineUnicorn && opts.Engine != EngineNative {
+		return nil, fmt.Errorf("emu: engine %q: unicorn or native", opts.Engine)
 	}
 	shared.Lock()
 	defer shared.Unlock()
+	if opts.Engine == EngineNative {
+		return runNative(req, m, code, opts)
+	}
 	h, err := harnessFor(req.Arch)
 	if err != nil {
 		return nil, err

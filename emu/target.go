@@ -46,6 +46,8 @@ type target interface {
 	clobberRoutine(keepRet bool) []byte
 	// retStub is a return thunk: the plain return instruction.
 	retStub() []byte
+	// failStub is the code at a fail address of the checks (native.go).
+	failStub() []byte
 	// jump is an unconditional direct jump.
 	jump(at, to uint64) ([]byte, error)
 

@@ -190,6 +190,9 @@ func (a64) jump(at, to uint64) ([]byte, error) { return a64asm(nil).branch(false
 
 func (a64) retStub() []byte { return a64asm(nil).w(a64Ret) }
 
+// failStub is a fail address of the checks; a halt sentinel hooks it.
+func (t a64) failStub() []byte { return t.retStub() }
+
 func (a64) argRegs() []uc.Reg {
 	return []uc.Reg{uc.X0, uc.X1, uc.X2, uc.X3, uc.X4, uc.X5, uc.X6, uc.X7}
 }

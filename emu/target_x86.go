@@ -7,8 +7,29 @@ import (
 	uc "github.com/trampjit/trampjit/emu/unicorn"
 )
 
-// x86 is the x86-64 target: SysV calling convention, the kernel's patch site.
-type x86 struct{}
+// x86 is the x86-64 target: SysV calling convention, the kernel's patch site. With exit
+// set it is the native flavour (emu/native): runs end at a sentinel that calls exit (a
+// return to the Go caller) instead of Unicorn's hlt, and enter stubs return start
+// themselves, since no Go hook sets the scratch register.
+type x86 struct{ exit uint64 }
+
+// sentinel ends a run: hlt behind Unicorn's sentinel hook, or native.Sentinel.
+func (t x86) sentinel() []byte {
+	if t.exit == 0 {
+		return []byte{0xf4}
+	}
+	b := x86asm(nil).movabs(xR11, t.exit)
+	return append(b, 0x41, 0xff, 0xd3) // call r11: its return address names the sentinel
+}
+
+// failStub is a fail address of the checks: a plain return under Unicorn (a halt
+// sentinel hooks it), the exit sentinel natively.
+func (t x86) failStub() []byte {
+	if t.exit == 0 {
+		return t.retStub()
+	}
+	return t.sentinel()
+}
 
 // Hardware register numbers.
 const (
@@ -64,7 +85,7 @@ func (a x86asm) clobber(keepRet bool) x86asm {
 
 func (x86) ucArch() uc.Arch { return uc.X86_64 }
 
-func (x86) caller(base, fn uint64, regs []uint64) ([]byte, int, int) {
+func (t x86) caller(base, fn uint64, regs []uint64) ([]byte, int, int) {
 	var a x86asm
 	for i, v := range regs {
 		a = a.movabs(x86ArgNums[i], v)
@@ -76,7 +97,7 @@ func (x86) caller(base, fn uint64, regs []uint64) ([]byte, int, int) {
 	a = append(a, 0x0f, 0x85)       // jnz loop
 	a = binary.LittleEndian.AppendUint32(a, uint32(int32(-(len(a) + 4))))
 	done := len(a)
-	a = append(a, 0xf4) // hlt, behind the sentinel hook
+	a = append(a, t.sentinel()...)
 	return a, after, done
 }
 
@@ -155,8 +176,11 @@ func (x86) progStub(at, ret, routine uint64) ([]byte, error) {
 
 func (x86) clobberRoutine(keepRet bool) []byte { return append(x86asm(nil).clobber(keepRet), 0xc3) }
 
-func (x86) enterStub(at, routine uint64) ([]byte, error) {
+func (t x86) enterStub(at, routine uint64) ([]byte, error) {
 	a := x86asm{0x4c, 0x89, 0xd8} // mov rax, r11
+	if t.exit != 0 {
+		a = x86asm(nil).movabs(xRAX, startValue)
+	}
 	if routine == 0 {
 		return append(a, 0xc3), nil
 	}
@@ -332,7 +356,7 @@ func (x86) nativeBody(at, fail uint64, locs []slotLoc) ([]byte, error) {
 }
 
 // nativeCaller is the batch loop with the per-call checks in emulated code.
-func (x86) nativeCaller(base, fn uint64, regs []uint64, cc *callerCheck) ([]byte, int, int, int) {
+func (t x86) nativeCaller(base, fn uint64, regs []uint64, cc *callerCheck) ([]byte, int, int, int) {
 	var a x86asm
 	a = a.movabs(xR12, scriptBase)
 	for i, v := range regs {
@@ -364,9 +388,9 @@ func (x86) nativeCaller(base, fn uint64, regs []uint64, cc *callerCheck) ([]byte
 	a = append(a, 0x0f, 0x85)       // jnz loop
 	a = binary.LittleEndian.AppendUint32(a, uint32(int32(-(len(a) + 4))))
 	done := len(a)
-	a = append(a, 0xf4)
+	a = append(a, t.sentinel()...)
 	fail := len(a)
-	a = append(a, 0xf4)
+	a = append(a, t.sentinel()...)
 	for _, end := range jnes {
 		binary.LittleEndian.PutUint32(a[end-4:], uint32(int32(fail-end)))
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -46,8 +47,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&argList, "args", "", "argument words, one per ctx slot (a 16-byte struct takes two), e.g. 1,2,3")
 	fs.StringVar(&retList, "ret-values", "", "what each fmod_ret program returns, in attach order, e.g. 0,7")
 	fs.StringVar(&missList, "miss", "", "attach indexes (0-based) whose enter helper reports a recursion miss")
-	fs.StringVar(&engine, "engine", "unicorn", "execution engine: unicorn (native: not implemented yet)")
-	fs.IntVar(&count, "count", 1, "calls; above 1 the caller loops inside emulated code and every call is checked")
+	fs.StringVar(&engine, "engine", "unicorn", "execution engine: unicorn, or native (x86_64 hosts: trampjit's image at user-space addresses, on the CPU)")
+	fs.IntVar(&count, "count", 1, "calls; above 1 the caller loops inside the generated code and every call is checked")
 	fs.BoolVar(&clobber, "clobber", false, "stubs clobber every caller-saved register")
 	fs.BoolVar(&trace, "trace", false, "check every call with Go hooks (slower, same verdicts)")
 	fs.StringVar(&corpus, "corpus", "", "run the kernel's own image of a corpus case: the corpus directory")
@@ -59,9 +60,16 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	switch engine {
-	case "unicorn":
-	case "native":
-		return &exitError{code: 2, err: fmt.Errorf("--engine native: not implemented yet")}
+	case emu.EngineUnicorn:
+	case emu.EngineNative:
+		// Native runs x86-64 code on the host CPU (in a forked child, emu/native): our
+		// images at user-space addresses (emu.NativeAddrs), never a kernel capture.
+		if !emu.NativeSupported {
+			return &exitError{code: 2, err: fmt.Errorf("--engine native needs an x86_64 Linux host (this is %s/%s); use --engine unicorn", runtime.GOOS, runtime.GOARCH)}
+		}
+		if trace {
+			return usageErr("--trace is unicorn's (Go hooks); a failing native run is replayed traced under unicorn anyway")
+		}
 	default:
 		return usageErr("--engine must be unicorn or native, not %q", engine)
 	}
