@@ -71,6 +71,23 @@ fuzz: deps
 		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 
+# Rebuild the verifier's test objects (testdata/verifier/*.bpf.o) from their C sources with
+# clang; the objects are committed so that the tests do not need clang.
+BPF_SRCS := $(wildcard testdata/verifier/*.bpf.c)
+.PHONY: bpf-objects verifier-fuzz
+bpf-objects: deps
+	@for f in $(BPF_SRCS); do echo "== clang $$f"; \
+		clang -target bpf -g -O2 -fdebug-prefix-map=$(CURDIR)=. -c $$f -o $${f%.c}.o || exit 1; \
+	done
+
+# Differential run: FUZZCOUNT generated programs through the verifier model and the real
+# verifier of FUZZPROFILE (qemu guest, a boot per batch); prints disagreements by kind.
+FUZZCOUNT ?= 10000
+FUZZPROFILE ?= 6.12-amd64
+verifier-fuzz: deps
+	$(GO) test ./verifier -run '^TestDifferentialFuzz$$' -count=1 -timeout $(TESTTIMEOUT) -v \
+		-fuzzcount $(FUZZCOUNT) -fuzzprofile $(FUZZPROFILE)
+
 # Fetch the Debian kernel images (cached under $$XDG_CACHE_HOME/trampjit).
 kernels: build
 	bin/trampjit kernel fetch --all

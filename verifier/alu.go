@@ -25,20 +25,9 @@ func (c *checker) alu(in *insn) error {
 		if err := c.writeReg(in.dst); err != nil {
 			return err
 		}
-		d := regs[in.dst]
-		if d.typ != scalarValue {
-			c.setReg(in.dst, mkScalar(unknownScalar()))
-			return nil
-		}
-		if op == "neg" {
-			if is64 {
-				c.setReg(in.dst, mkScalar(constScalar(0).alu("-=", d.v)))
-			} else {
-				c.setReg(in.dst, mkScalar(constScalar(0).alu32("-=", d.v)))
-			}
-			return nil
-		}
-		c.setReg(in.dst, mkScalar(endian(d.v, in.imm, in.isX() || is64)))
+		// Neither profile tracks BPF_NEG or BPF_END: the result is unknown even for a
+		// constant (check_reg_arg(DST_OP) marks it so).
+		c.setReg(in.dst, mkScalar(unknownScalar()))
 		return nil
 	case "=":
 		if err := c.aluReserved(in, op, is64); err != nil {
@@ -95,13 +84,7 @@ func (c *checker) alu(in *insn) error {
 		}
 		return c.ptrALU(in, op, is64, dst, src, false)
 	}
-	var r scalar
-	if is64 {
-		r = dst.v.alu(op, src.v)
-	} else {
-		r = dst.v.alu32(op, src.v)
-	}
-	c.setReg(in.dst, mkScalar(r))
+	c.setReg(in.dst, mkScalar(kernelALU(op, dst.v, src.v, !is64, c.kern61())))
 	return nil
 }
 
@@ -136,8 +119,9 @@ func (c *checker) mov(in *insn, is64 bool) error {
 		return nil
 	}
 	if is64 {
-		if src.typ == scalarValue && src.id == 0 && !src.v.isConst() {
-			// Copies share an id so that a bound learnt on one reaches the other.
+		// Copies share an id so that a bound learnt on one reaches the other (6.1 gives
+		// constants one too, 6.12's assign_scalar_id_before_mov does not).
+		if src.typ == scalarValue && src.id == 0 && (c.kern61() || !src.v.isConst()) {
 			src.id = c.newID()
 			c.st.regs[in.src].id = src.id
 		}
@@ -149,7 +133,16 @@ func (c *checker) mov(in *insn, is64 bool) error {
 		c.setReg(in.dst, mkScalar(rangeScalar(0, math.MaxUint32)))
 		return nil
 	}
-	c.setReg(in.dst, mkScalar(src.v.zext32()))
+	r := mkScalar(src.v.zext32())
+	if !c.kern61() && src.v.umax <= math.MaxUint32 {
+		// 6.12 links a 32-bit copy of a value that fits in 32 bits.
+		if src.id == 0 && !src.v.isConst() {
+			src.id = c.newID()
+			c.st.regs[in.src].id = src.id
+		}
+		r.id = src.id
+	}
+	c.setReg(in.dst, r)
 	return nil
 }
 
@@ -169,27 +162,6 @@ func signExtend(s scalar, bits int) scalar {
 	r.smin, r.smax = -lim, lim-1
 	r.sync()
 	return r
-}
-
-func endian(s scalar, bits int32, swap bool) scalar {
-	if !s.isConst() {
-		if bits < 64 {
-			return rangeScalar(0, (uint64(1)<<bits)-1)
-		}
-		return unknownScalar()
-	}
-	v := s.val()
-	if swap {
-		var r uint64
-		for i := int32(0); i < bits/8; i++ {
-			r = r<<8 | (v>>(8*i))&0xff
-		}
-		return constScalar(r)
-	}
-	if bits < 64 {
-		v &= (uint64(1) << bits) - 1
-	}
-	return constScalar(v)
 }
 
 // ptrALU is adjust_ptr_min_max_vals; offIsDst when the scalar is the destination.

@@ -125,13 +125,15 @@ func (c *checker) checkCFG() error {
 		case in.class() == clsJMP && in.op() == 0x90: // exit
 		case in.isJA():
 			c.prune[in.target(t)] = true
-			if t+1 < n {
+			if t+1 < n && c.kern61() { // 6.3 stopped marking the insn after a goto
 				c.prune[t+1] = true
 			}
 			work = append(work, in.target(t))
 		case in.isJump():
 			c.prune[t] = true
-			c.prune[in.target(t)] = true
+			if c.kern61() { // 6.3 stopped marking branch targets
+				c.prune[in.target(t)] = true
+			}
 			work = append(work, in.target(t), t+1)
 		case in.isLdImm64():
 			work = append(work, t+2)

@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 
@@ -184,7 +185,7 @@ func (c *checker) call(in *insn) error {
 		if a == argAnything {
 			continue
 		}
-		if err := c.argType(regno, &r, a); err != nil {
+		if err := c.argType(regno, &r, a, name); err != nil {
 			return err
 		}
 		switch a {
@@ -217,7 +218,8 @@ func (c *checker) call(in *insn) error {
 			}
 			if r.v.umin == 0 && !zeroOK {
 				if c.kern61() {
-					c.logf("R%d invalid zero-sized read", regno)
+					// 6.1 checks the memory with size 0 first: its words, not the size's.
+					return c.zeroSized61(meta.memRegno)
 				} else {
 					c.logf("R%d invalid zero-sized read: u64=[%d,%d]", regno, r.v.umin, r.v.umax)
 				}
@@ -228,11 +230,13 @@ func (c *checker) call(in *insn) error {
 				return reject("EACCES")
 			}
 			mr := c.st.regs[meta.memRegno]
-			if err := c.helperMem(meta.memRegno, &mr, int(r.v.umax), zeroOK, meta.memIsWrite); err != nil {
+			// 6.1 drops raw mode for a variable size: the memory must be initialised.
+			write := meta.memIsWrite && !(c.kern61() && !r.v.isConst())
+			if err := c.helperMem(meta.memRegno, &mr, int(r.v.umax), zeroOK, write); err != nil {
 				return err
 			}
 		case argLong:
-			if err := c.helperMem(regno, &r, 8, false, !c.kern61()); err != nil {
+			if err := c.helperMem(regno, &r, 8, false, true); err != nil {
 				return err
 			}
 			if r.typ == ptrToStack || r.typ == ptrToMapValue {
@@ -242,7 +246,7 @@ func (c *checker) call(in *insn) error {
 					if r.typ == ptrToMapValue {
 						desc = "value "
 					}
-					c.logf("misaligned %saccess off %s+%d+%d size %d", desc, r.v.t, r.off, 0, 8)
+					c.logf("misaligned %saccess off %s+%d+%d size %d", desc, c.varOffStr(r.v.t), r.off, 0, 8)
 					return reject("EACCES")
 				}
 			}
@@ -278,42 +282,73 @@ func (c *checker) clobberCallerSaved() {
 }
 
 // argType is check_reg_type: the register's type must be one the argument accepts.
-func (c *checker) argType(regno uint8, r *reg, a argKind) error {
+func (c *checker) argType(regno uint8, r *reg, a argKind, helper string) error {
 	var ok bool
 	var expected string
-	memTypes := "fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf"
-	if !c.kern61() {
-		memTypes += ", trusted_ptr_"
+	memTypes := "fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_"
+	if c.kern61() {
+		memTypes = "fp, pkt, pkt_meta, map_key, map_value, mem, alloc_mem, buf"
 	}
 	plain := r.flags&flagMaybeNull == 0
+	trusted := !c.kern61() && r.typ == ptrToBTFID && r.isTrusted() && r.flags&flagRCU == 0
 	switch a {
 	case argCtx:
 		ok, expected = r.typ == ptrToCtx, "ctx"
 	case argConstMap:
 		ok, expected = r.typ == constPtrToMap, "map_ptr"
 	case argMapKey, argMapValue:
-		ok = plain && (r.typ == ptrToStack || r.typ == ptrToMapValue)
+		ok = plain && (r.typ == ptrToStack || r.typ == ptrToMapValue || trusted)
 		expected = "fp, pkt, pkt_meta, map_key, map_value"
+		if !c.kern61() {
+			expected = memTypes // 6.12 checks map keys and values as memory
+		}
 	case argMem, argUninitMem:
-		ok = plain && (r.typ == ptrToStack || r.typ == ptrToMapValue || r.typ == ptrToMem ||
-			(!c.kern61() && r.typ == ptrToBTFID && r.isTrusted() && r.flags&flagRCU == 0))
+		ok = plain && (r.typ == ptrToStack || r.typ == ptrToMapValue || r.typ == ptrToMem || trusted)
 		expected = memTypes
 	case argConstSize, argConstSizeOrZero:
 		ok, expected = r.typ == scalarValue, "scalar"
 	case argLong:
-		if c.kern61() {
-			ok = plain && (r.typ == ptrToStack || r.typ == ptrToMapValue)
-			expected = "fp, pkt, pkt_meta, map_key, map_value"
-		} else {
-			ok = plain && (r.typ == ptrToStack || r.typ == ptrToMapValue || r.typ == ptrToMem)
-			expected = memTypes
-		}
+		// Both profiles: fixed-size uninit memory (Debian's 6.1 has the 2024 backport).
+		ok = plain && (r.typ == ptrToStack || r.typ == ptrToMapValue || r.typ == ptrToMem || trusted)
+		expected = memTypes
+	}
+	if ok && trusted && a != argMem {
+		// 6.12 check_reg_type: a trusted BTF pointer is memory only for MEM_RDONLY arguments.
+		c.logf("%s() may write into memory pointed by R%d type=%s", helper, regno, regTypeStr(c.env.Kernel, r))
+		return reject("EACCES")
 	}
 	if ok {
 		return nil
 	}
 	c.logf("R%d type=%s expected=%s", regno, regTypeStr(c.env.Kernel, r), expected)
 	return reject("EACCES")
+}
+
+// zeroSized61 is 6.1's check_helper_mem_access with size 0 when zero is not allowed.
+func (c *checker) zeroSized61(regno uint8) error {
+	r := c.st.regs[regno]
+	switch r.typ {
+	case ptrToStack:
+		c.logf("invalid zero-sized read")
+	case ptrToMapValue:
+		c.logf("invalid access to map value, value_size=%d off=%d size=0", c.prog.Maps[r.mapIdx].ValueSize, r.off)
+		c.logf("R%d min value is outside of the allowed memory range", regno)
+	case ptrToMem:
+		c.logf("invalid access to memory, mem_size=%d off=%d size=0", r.memSize, r.off)
+		c.logf("R%d min value is outside of the allowed memory range", regno)
+	default:
+		c.logf("R%d invalid zero-sized read", regno+1)
+	}
+	return reject("EACCES")
+}
+
+// varOffStr prints a pointer's var_off in an alignment message: 6.12 prints a constant
+// one as a number.
+func (c *checker) varOffStr(t tnum) string {
+	if !c.kern61() && t.isConst() {
+		return fmt.Sprint(int64(t.v))
+	}
+	return t.String()
 }
 
 // argCtxOff is check_func_arg_reg_off for ctx: helpers need the unmodified ctx pointer.
@@ -344,22 +379,30 @@ func (c *checker) helperMem(regno uint8, r *reg, size int, zeroOK, write bool) e
 			return err
 		}
 		if !write && c.kern61() {
+			// 6.1: privileged programs may pass uninitialised stack, but only within
+			// allocated_stack (what writes have reached).
 			for b := lo; b < hi; b++ {
-				if c.st.stack[slotIndex(b)] == stackInvalid {
+				if b < -c.st.allocated {
 					c.logf("invalid indirect read from stack R%d off %d+%d size %d", regno, lo, b-lo, size)
 					return reject("EACCES")
 				}
 			}
 		}
-		if write {
-			for b := lo; b < hi; b++ {
-				c.clobberSlot(b)
-			}
-			for b := lo; b < hi; b++ {
-				c.st.stack[slotIndex(b)] = stackMisc
-			}
-			c.scratch[100+slotIndex(lo)/regSize] = true
+		if !write {
+			c.markStackReads(lo, hi) // raw (write-only) memory is not read
 		}
+		// Helpers may write anything there (clobber): spills, zeros and (privileged)
+		// uninitialised bytes all become STACK_MISC, for reads as for writes.
+		if write {
+			c.growStack(lo)
+		}
+		for b := lo; b < hi; b++ {
+			c.clobberSlot(b)
+		}
+		for b := lo; b < hi; b++ {
+			c.st.stack[slotIndex(b)] = stackMisc
+		}
+		c.scratch[100+slotIndex(lo)/regSize] = true
 		return nil
 	case ptrToMapValue:
 		if err := c.mapAccessType(r, int(r.off), size, write); err != nil {

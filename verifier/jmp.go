@@ -1,7 +1,5 @@
 package verifier
 
-import "math"
-
 // Jumps, calls and exit: do_check's BPF_JMP cases, check_cond_jmp_op, is_branch_taken and
 // reg_set_min_max (kernel/bpf/verifier.c).
 
@@ -70,20 +68,31 @@ func (c *checker) jmp(in *insn) (int, bool, error) {
 		markPtrOrNull(c.st, dst.id, op == "!=")
 		markPtrOrNull(other, dst.id, op == "==")
 	} else if dst.typ == scalarValue && src.typ == scalarValue {
-		d1, s1, ok1 := refine(dst.v, src.v, op, true, is32)
-		d0, s0, ok0 := refine(dst.v, src.v, op, false, is32)
+		same, imm := in.isX() && in.dst == in.src, !in.isX()
+		d0, s0 := c.refineEdge(dst.v, src.v, op, false, is32, imm, same)
+		s1in := src.v
+		if imm && !c.kern61() {
+			s1in = s0 // 6.12: the immediate is one fake register, refined by both edges
+		}
+		d1, s1 := c.refineEdge(dst.v, s1in, op, true, is32, imm, same)
+		if !c.kern61() {
+			c.sanity(&d1, "true_reg1")
+			if !same {
+				c.sanity(&s1, "true_reg2")
+			}
+			c.sanity(&d0, "false_reg1")
+			if !same && !imm {
+				c.sanity(&s0, "false_reg2")
+			}
+			if same {
+				s1, s0 = d1, d0
+			}
+		}
 		other.regs[in.dst].v = d1
 		c.st.regs[in.dst].v = d0
 		if in.isX() {
 			other.regs[in.src].v = s1
 			c.st.regs[in.src].v = s0
-		}
-		if !ok1 {
-			return c.idx + 1, false, nil
-		}
-		if !ok0 {
-			c.st = other
-			return target, false, nil
 		}
 	}
 	if err := c.push(other, target); err != nil {
@@ -137,6 +146,9 @@ func (c *checker) regNotNull(r *reg) bool {
 // branchTaken is is_branch_taken: 1 taken, 0 not taken, -1 unknown.
 func (c *checker) branchTaken(dst, src *reg, op string, is32 bool) int {
 	if dst.isPtr() || src.isPtr() {
+		if is32 && !c.kern61() {
+			return -1 // 6.12 predicts no 32-bit comparison of a pointer (seen on 6.12.117)
+		}
 		p, s := dst, src
 		if src.isPtr() && !dst.isPtr() {
 			if c.kern61() {
@@ -156,19 +168,30 @@ func (c *checker) branchTaken(dst, src *reg, op string, is32 bool) int {
 		return -1
 	}
 	a, b := bounds(dst.v, is32), bounds(src.v, is32)
+	if c.kern61() && !b.isConst() {
+		return -1 // 6.1 predicts only against a constant source
+	}
 	switch op {
 	case "==", "!=":
 		eq := -1
 		if a.isConst() && b.isConst() {
 			eq = b2i(a.umin == b.umin)
+		} else if c.kern61() {
+			// 6.1 decides equality only between constants
 		} else if a.umin > b.umax || a.umax < b.umin || a.smin > b.smax || a.smax < b.smin || (a.t.v^b.t.v)&^(a.t.m|b.t.m) != 0 {
 			eq = 0
+		} else if !is32 && (dst.v.u32min > src.v.u32max || dst.v.u32max < src.v.u32min ||
+			dst.v.s32min > src.v.s32max || dst.v.s32max < src.v.s32min) {
+			eq = 0 // 6.12 also rules equality out by the 32-bit subranges
 		}
 		if eq < 0 || op == "==" {
 			return eq
 		}
 		return 1 - eq
 	case "&":
+		if !b.isConst() && a.isConst() && !c.kern61() {
+			a, b = b, a
+		}
 		if b.isConst() {
 			if a.t.v&b.umin != 0 {
 				return 1
@@ -233,86 +256,6 @@ func bounds(s scalar, is32 bool) rng {
 // negate gives the condition that holds on the fall-through edge.
 var negate = map[string]string{"==": "!=", "!=": "==", ">": "<=", ">=": "<", "<": ">=", "<=": ">",
 	"s>": "s<=", "s>=": "s<", "s<": "s>=", "s<=": "s>", "&": "!&"}
-
-// refine is reg_set_min_max for one edge; ok is false when the edge is infeasible.
-func refine(d, s scalar, op string, taken, is32 bool) (scalar, scalar, bool) {
-	if !taken {
-		op = negate[op]
-	}
-	a, b := bounds(d, is32), bounds(s, is32)
-	switch op {
-	case "==":
-		a.umin, a.umax = max(a.umin, b.umin), min(a.umax, b.umax)
-		a.smin, a.smax = max(a.smin, b.smin), min(a.smax, b.smax)
-		a.t = a.t.intersect(b.t)
-		b = a
-	case "!=":
-		if b.isConst() {
-			v := b.umin
-			if a.umin == v && a.umin < a.umax {
-				a.umin++
-			} else if a.umax == v && a.umin < a.umax {
-				a.umax--
-			}
-			if a.smin == int64(v) && a.smin < a.smax {
-				a.smin++
-			} else if a.smax == int64(v) && a.smin < a.smax {
-				a.smax--
-			}
-			if a.isConst() && a.umin == v {
-				return d, s, false
-			}
-		}
-	case "!&":
-		if b.isConst() {
-			a.t = tnum{a.t.v &^ b.umin, a.t.m &^ b.umin}
-		}
-	case ">":
-		if b.umin == math.MaxUint64 || a.umax == 0 {
-			return d, s, false
-		}
-		a.umin, b.umax = max(a.umin, b.umin+1), min(b.umax, a.umax-1)
-	case ">=":
-		a.umin, b.umax = max(a.umin, b.umin), min(b.umax, a.umax)
-	case "<":
-		if b.umax == 0 || a.umin == math.MaxUint64 {
-			return d, s, false
-		}
-		a.umax, b.umin = min(a.umax, b.umax-1), max(b.umin, a.umin+1)
-	case "<=":
-		a.umax, b.umin = min(a.umax, b.umax), max(b.umin, a.umin)
-	case "s>":
-		if b.smin == math.MaxInt64 || a.smax == math.MinInt64 {
-			return d, s, false
-		}
-		a.smin, b.smax = max(a.smin, b.smin+1), min(b.smax, a.smax-1)
-	case "s>=":
-		a.smin, b.smax = max(a.smin, b.smin), min(b.smax, a.smax)
-	case "s<":
-		if b.smax == math.MinInt64 || a.smin == math.MaxInt64 {
-			return d, s, false
-		}
-		a.smax, b.smin = min(a.smax, b.smax-1), max(b.smin, a.smin+1)
-	case "s<=":
-		a.smax, b.smin = min(a.smax, b.smax), max(b.smin, a.smin)
-	}
-	if a.umin > a.umax || a.smin > a.smax || b.umin > b.umax || b.smin > b.smax {
-		return d, s, false
-	}
-	return apply(d, a, is32), apply(s, b, is32), true
-}
-
-func apply(s scalar, r rng, is32 bool) scalar {
-	if is32 {
-		s.u32min, s.u32max = uint32(r.umin), uint32(r.umax)
-		s.s32min, s.s32max = int32(r.smin), int32(r.smax)
-		s.t = s.t.rsh(32).lsh(32).or(r.t.subreg())
-	} else {
-		s.umin, s.umax, s.smin, s.smax, s.t = r.umin, r.umax, r.smin, r.smax, r.t
-	}
-	s.sync()
-	return s
-}
 
 // syncLinked is find_equal_scalars: registers sharing a scalar id get the refined bounds,
 // on the path taken now and on the pushed one.

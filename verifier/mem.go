@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"math"
 	"strings"
 
 	"github.com/trampjit/trampjit/btfmodel"
@@ -96,6 +97,18 @@ func (c *checker) atomic(in *insn) error {
 		c.logf("BPF_ATOMIC stores into R%d %s is not allowed", in.dst, regTypeStr(c.env.Kernel, &base))
 		return reject("EACCES")
 	}
+	// Atomics check alignment strictly on every pointer, before anything else
+	// (check_mem_access with strict_alignment_once).
+	if base.typ != ptrToStack {
+		if t := base.v.t.add(tconst(uint64(int64(base.off) + int64(in.off)))); !t.aligned(uint64(in.size())) {
+			desc := ""
+			if base.typ == ptrToMapValue {
+				desc = "value "
+			}
+			c.logf("misaligned %saccess off %s+%d+%d size %d", desc, c.varOffStr(base.v.t), base.off, in.off, in.size())
+			return reject("EACCES")
+		}
+	}
 	load := -1
 	if in.imm&0x01 != 0 {
 		load = int(in.src)
@@ -140,7 +153,7 @@ func (c *checker) memAccess(regno uint8, off, size int, write bool, value int, s
 	r := c.st.regs[regno]
 	if r.typ == ptrToStack && size > 1 {
 		if t := r.v.t.add(tconst(uint64(int64(int(r.off) + off)))); !t.aligned(uint64(size)) {
-			c.logf("misaligned stack access off %s+%d+%d size %d", r.v.t, r.off, off, size)
+			c.logf("misaligned stack access off %s+%d+%d size %d", c.varOffStr(r.v.t), r.off, off, size)
 			return reject("EACCES")
 		}
 	}
@@ -200,11 +213,18 @@ func coerce(s scalar, size int, sx bool) scalar {
 	if s.isConst() {
 		return constScalar(s.val() & mask)
 	}
-	if s.umax <= mask {
-		return s
+	r := s
+	r.t = s.t.cast(uint(size))
+	if s.umin&^mask == s.umax&^mask {
+		r.umin, r.umax = s.umin&mask, s.umax&mask
+	} else {
+		r.umin, r.umax = 0, mask
 	}
-	r := rangeScalar(0, mask)
-	r.t = r.t.intersect(s.t.cast(uint(size)))
+	r.smin, r.smax = int64(r.umin), int64(r.umax)
+	if size < 4 {
+		r.s32min, r.s32max, r.u32min, r.u32max = math.MinInt32, math.MaxInt32, 0, math.MaxUint32
+	}
+	// A 4-byte load keeps the 32-bit bounds: an LSM return slot stays in [-4095, 0] there.
 	r.sync()
 	return r
 }

@@ -90,7 +90,9 @@ func (c *checker) transfer(i int, lo, po regset) (regset, regset) {
 			return lo&^clob | args, po&^clob | args
 		case "exit":
 			r0 := bit(0)
-			if c.prog.AttachType == btfmodel.ModRet || (c.prog.AttachType == btfmodel.LSM && c.kern61()) {
+			// 6.1's check_return_code does not mark R0 precise (6.8 began to), so a state
+			// with any R0 at the exit prunes another there.
+			if c.prog.AttachType == btfmodel.ModRet || c.kern61() {
 				return r0, 0
 			}
 			return r0, r0
@@ -131,36 +133,44 @@ func (c *checker) flow() flowInfo {
 	return f
 }
 
-// covers reports whether old (recorded at insn i) covers cur.
-func (c *checker) covers(old, cur *state, i int) bool {
+// covers reports whether the state recorded at insn i covers cur.
+func (c *checker) covers(ov *visit, cur *state, i int) bool {
+	old := ov.st
 	ids := map[uint32]uint32{}
 	live, prec := c.fi.live[i], c.fi.prec[i]
 	for r := range old.regs {
 		if live&bit(uint8(r)) == 0 {
 			continue
 		}
-		if !regCovers(&old.regs[r], &cur.regs[r], prec&bit(uint8(r)) != 0, ids) {
+		if !c.regCovers(&old.regs[r], &cur.regs[r], prec&bit(uint8(r)) != 0, ids) {
 			return false
 		}
 	}
+	// stacksafe: only slots a later path read matter; uninitialised or (privileged) misc
+	// bytes of the old state accept anything.
 	for b := 0; b < stackSize; b++ {
+		spi := b / regSize
+		if ov.read&(1<<uint(spi)) == 0 {
+			continue
+		}
 		o, n := old.stack[b], cur.stack[b]
 		switch {
-		case o == n:
-		case (o == stackInvalid || o == stackMisc) && n != stackSpill:
-		default:
+		case o == stackInvalid || o == stackMisc:
+		case stackSize-b > cur.allocated:
+			return false
+		case o != n:
 			return false
 		}
 	}
 	for s := range old.spill {
-		if old.stack[s*regSize] == stackSpill && !regCovers(&old.spill[s], &cur.spill[s], true, ids) {
+		if ov.read&(1<<uint(s)) != 0 && old.stack[s*regSize] == stackSpill && !c.regCovers(&old.spill[s], &cur.spill[s], true, ids) {
 			return false
 		}
 	}
 	return true
 }
 
-func regCovers(o, n *reg, precise bool, ids map[uint32]uint32) bool {
+func (c *checker) regCovers(o, n *reg, precise bool, ids map[uint32]uint32) bool {
 	if o.typ == notInit {
 		return true
 	}
@@ -171,7 +181,7 @@ func regCovers(o, n *reg, precise bool, ids map[uint32]uint32) bool {
 		if !precise {
 			return true
 		}
-		if o.id != 0 && !sameID(o.id, n.id, ids) {
+		if !c.kern61() && !c.scalarIDs(o.id, n.id, ids) { // 6.1 ignores scalar ids here
 			return false
 		}
 		a, b := o.v, n.v
@@ -186,6 +196,29 @@ func regCovers(o, n *reg, precise bool, ids map[uint32]uint32) bool {
 		return false
 	}
 	return o.id == 0 || sameID(o.id, n.id, ids)
+}
+
+// scalarIDs is 6.12's check_scalar_ids: a missing id on either side is a fresh one, so
+// registers linked in the new state but not in the old do not match.
+func (c *checker) scalarIDs(o, n uint32, ids map[uint32]uint32) bool {
+	if o == 0 {
+		c.tmpID++
+		o = 1<<31 | c.tmpID
+	}
+	if n == 0 {
+		c.tmpID++
+		n = 1<<31 | c.tmpID
+	}
+	if m, ok := ids[o]; ok {
+		return m == n
+	}
+	for _, v := range ids {
+		if v == n {
+			return false
+		}
+	}
+	ids[o] = n
+	return true
 }
 
 // sameID is check_ids: old ids map consistently onto new ones.

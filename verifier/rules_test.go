@@ -53,12 +53,12 @@ func TestInterpreterRules(t *testing.T) {
 			loads: []string{"r4 = *(u64 *)(r3 +0) -> arg->a"}},
 		{name: "partial-fill", sec: f1, prog: fixed(ret0(stx(R10, -8, R1, DW), ldx(R2, R10, -8, W))...), want: "invalid size of register fill"},
 		{name: "partial-spill", sec: f1, prog: fixed(ret0(stx(R10, -8, R1, W))...), want: "invalid size of register spill"},
-		{name: "misaligned-stack", sec: f1, prog: fixed(ret0(movi(R2, 0), stx(R10, -4, R2, DW))...), want: "misaligned stack access off (0x0; 0x0)+0+-4 size 8"},
+		{name: "misaligned-stack", sec: f1, prog: fixed(ret0(movi(R2, 0), stx(R10, -4, R2, DW))...), want61: "misaligned stack access off (0x0; 0x0)+0+-4 size 8", want: "misaligned stack access off 0+0+-4 size 8"},
 		{name: "stack-below", sec: f1, prog: fixed(ret0(movi(R2, 0), stx(R10, -520, R2, DW))...), want: "invalid write to stack R10 off=-520 size=8"},
 		{name: "stack-above", sec: f1, prog: fixed(ret0(movi(R2, 0), stx(R10, 0, R2, DW))...), want: "invalid write to stack R10 off=0 size=8"},
 		{name: "stack-read-above", sec: f1, prog: fixed(ret0(ldx(R2, R10, 8, DW))...), want: "invalid read from stack R10 off=8 size=8"},
-		{name: "uninit-stack-read", sec: f1, prog: fixed(ret0(ldx(R2, R10, -8, DW))...), want61: "invalid read from stack off -8+0 size 8", want: "ok"},
-		{name: "half-init-stack-read", sec: f1, prog: fixed(ret0(st(R10, -8, 0, W), ldx(R2, R10, -8, DW))...), want61: "invalid read from stack off -8+4 size 8", want: "ok"},
+		{name: "uninit-stack-read", sec: f1, prog: fixed(ret0(ldx(R2, R10, -8, DW))...), want61: "invalid read from stack R10 off=-8 size=8", want: "ok"},
+		{name: "half-init-stack-read", sec: f1, prog: fixed(ret0(st(R10, -8, 0, W), ldx(R2, R10, -8, DW))...), want: "ok"}, // 6.1 bounds reads by allocated_stack only
 		{name: "spill-overwritten-by-byte", sec: f1, prog: fixed(ret0(stx(R10, -8, R1, DW), st(R10, -8, 1, B), ldx(R2, R10, -8, DW), ldx(R3, R2, 0, DW))...),
 			want: "R2 invalid mem access 'scalar'"},
 		{name: "zero-spill-const", sec: f1, prog: fixed(movi(R2, 0), stx(R10, -8, R2, DW), ldx(R0, R10, -8, DW), exit()), want: "ok"},
@@ -90,9 +90,9 @@ func TestInterpreterRules(t *testing.T) {
 			want61: "tcp_v4_connect() is not modifiable", want: "unreachable insn 2"},
 		{name: "ldimm64-middle", sec: f1, prog: fixed(jmpi(asm.JEq, R1, 0, 1), asm.LoadImm(R2, 1<<40, DW), movi(R0, 0), exit()),
 			want: "jump into the middle of ldimm64 insn 1"},
-		{name: "infinite-loop-const", sec: f1, prog: fixed(movi(R0, 0), jmpi(asm.JEq, R0, 0, -1), exit()), want: "infinite loop detected at insn 1"},
-		{name: "infinite-loop-imprecise-counter", sec: f1, prog: fixed(ldx(R2, R1, 0, DW), movi(R6, 0), addi(R6, 1), jmpi(asm.JNE, R2, 0, -2), movi(R0, 0), exit()),
-			want: "infinite loop detected at insn 2"},
+		{name: "infinite-loop-const", sec: f1, prog: fixed(movi(R0, 0), jmpi(asm.JEq, R0, 0, -1), exit()), want61: "infinite loop detected at insn 1", want: "old state: R0=0 R1=ctx() R10=fp0"},
+		// An imprecise counter is no loop to either kernel (states_maybe_looping compares registers
+		// exactly): both run to the 1M-insn limit, too slow for this table.
 		{name: "bounded-loop", sec: f1, prog: fixed(movi(R6, 0), addi(R6, 1), jmpi(asm.JLT, R6, 10, -2), movi(R0, 0), exit()), want: "ok"},
 		{name: "dead-branch-not-checked", sec: f1, prog: fixed(movi(R2, 1), jmpi(asm.JEq, R2, 1, 1), ldx(R3, R2, 0, DW), movi(R0, 0), exit()), want: "ok"},
 		{name: "live-branch-checked", sec: f1, prog: fixed(ldx(R2, R1, 0, DW), jmpi(asm.JEq, R2, 1, 1), ldx(R3, R2, 0, DW), movi(R0, 0), exit()),

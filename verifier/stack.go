@@ -13,15 +13,51 @@ func (c *checker) stackBounds(regno uint8, r *reg, off, size int, how string) (i
 		lo = int64(r.v.val()) + int64(off)
 		hi = lo + int64(size)
 	}
-	if lo < -stackSize || hi > 0 || (size == 0 && lo >= 0) {
-		if r.v.isConst() {
+	minValid := int64(-stackSize)
+	if c.kern61() && how == " read from" {
+		minValid = int64(-c.st.allocated) // 6.1: reads stay within allocated_stack
+	}
+	if lo < minValid || hi > 0 || (size == 0 && lo >= 0) {
+		switch {
+		case r.v.isConst():
 			c.logf("invalid%s stack R%d off=%d size=%d", how, regno, off, size)
-		} else {
+		case c.kern61():
+			c.logf("invalid variable-offset%s stack R%d var_off=%s size=%d", how, regno, r.v.t, size)
+		default:
 			c.logf("invalid variable-offset%s stack R%d var_off=%s off=%d size=%d", how, regno, r.v.t, off, size)
 		}
 		return 0, 0, reject("EACCES")
 	}
 	return int(lo), int(hi), nil
+}
+
+// markStackRead is mark_reg_read on a stack slot: the read reaches every checkpoint up the
+// path until one whose segment wrote the slot.
+func (c *checker) markStackRead(spi int) {
+	bit := uint64(1) << uint(spi)
+	if c.st.written&bit != 0 {
+		return
+	}
+	for v := c.st.parent; v != nil && v.read&bit == 0; v = v.parent {
+		v.read |= bit
+		if v.written&bit != 0 {
+			break
+		}
+	}
+}
+
+// markStackReads marks the slots covering bytes [lo, hi) read.
+func (c *checker) markStackReads(lo, hi int) {
+	for b := lo; b < hi; b++ {
+		c.markStackRead(slotIndex(b) / regSize)
+	}
+}
+
+// growStack is grow_stack_state after a write reaching down to byte lo.
+func (c *checker) growStack(lo int) {
+	if n := (-lo + regSize - 1) / regSize * regSize; n > c.st.allocated {
+		c.st.allocated = n
+	}
 }
 
 // stackAccess is check_stack_read/check_stack_write.
@@ -35,7 +71,13 @@ func (c *checker) stackAccess(regno uint8, r *reg, off, size int, write bool, va
 		return err
 	}
 	st := c.st
+	if write {
+		c.growStack(lo)
+	}
 	if !r.v.isConst() {
+		if !write {
+			c.markStackReads(lo, hi)
+		}
 		// Variable offset: writes clobber the whole range, reads yield an unknown scalar.
 		for b := lo; b < hi; b++ {
 			c.clobberSlot(b)
@@ -52,8 +94,12 @@ func (c *checker) stackAccess(regno uint8, r *reg, off, size int, write bool, va
 	spi := slotIndex(lo) / regSize
 	c.scratch[100+spi] = true
 	if write {
+		if size == regSize {
+			c.st.written |= 1 << uint(spi)
+		}
 		return c.stackWrite(spi, lo, hi, size, value, stImm)
 	}
+	c.markStackRead(spi)
 	return c.stackRead(spi, lo, hi, size, value)
 }
 
@@ -74,6 +120,9 @@ func (c *checker) stackWrite(spi, lo, hi, size, value int, stImm *int64) error {
 		c.spillReg(spi, *src, size)
 	case src != nil && aligned && (!c.kern61() || (!isZero && !(src.v.isUnbounded() && src.v.t.isUnknown()))):
 		// 6.12 spills every scalar; 6.1 only bounded, non-zero ones.
+		if !c.kern61() && src.id == 0 && !src.v.isConst() && (size == regSize || src.v.umax < 1<<(8*size)) {
+			src.id = c.newID() // 6.12 links the spilled copy with its source
+		}
 		c.spillReg(spi, *src, size)
 	case src == nil && stImm != nil && aligned && !c.kern61():
 		c.spillReg(spi, mkScalar(constScalar(uint64(*stImm))), size) // 6.12: BPF_ST as a spilled constant
@@ -141,12 +190,6 @@ func (c *checker) stackRead(spi, lo, hi, size, value int) error {
 	spills, zeros := 0, 0
 	for b := lo; b < hi; b++ {
 		switch st.stack[slotIndex(b)] {
-		case stackInvalid:
-			if c.kern61() {
-				// Uninitialised stack reads are allowed to privileged programs only since 6.3.
-				c.logf("invalid read from stack off %d+%d size %d", lo, b-lo, size)
-				return reject("EACCES")
-			}
 		case stackZero:
 			zeros++
 		case stackSpill:

@@ -82,6 +82,11 @@ type state struct {
 	regs  [11]reg
 	stack [stackSize]slotKind
 	spill [stackSize / regSize]reg // spilled register per 8-byte slot (byte 0 = fp-512)
+	// allocated is allocated_stack: the deepest byte written, rounded up to 8. 6.1 bounds
+	// direct reads by it (6.3 let privileged programs read any stack).
+	allocated int
+	// written is the slots fully written since the last checkpoint (REG_LIVE_WRITTEN).
+	written uint64
 	// inRCU tracks bpf_rcu_read_lock sections (not modelled: non-sleepable progs are in RCU).
 	parent *visit
 }
@@ -91,6 +96,11 @@ type visit struct {
 	insn   int
 	st     *state
 	parent *visit
+	// Stack liveness as the kernel tracks it (REG_LIVE_READ / REG_LIVE_WRITTEN on each 8-byte
+	// slot, bit spi): read marks the slots a later path read before writing them;
+	// written the slots fully written in the segment that ended here.
+	read, written uint64
+	ancestor      uint64 // the checker's epoch when last found on the current path
 }
 
 func (s *state) clone() *state {

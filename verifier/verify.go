@@ -30,6 +30,7 @@ func reject(errno string) error { return &rejectErr{errno} }
 type pending struct {
 	st        *state
 	insn, prv int
+	logLen    int // the log up to the branch: a path that ends well leaves no lines (level 1)
 }
 
 // checker holds one verification run.
@@ -67,6 +68,12 @@ type checker struct {
 	insnMap   map[int]int // ld_imm64 insn -> map index
 	fi        flowInfo
 	truncated bool
+	loopOld   *state // the looping state's earlier self, for the 6.12 message
+	// jmps is jmps_processed; prevJmps and prevInsns the counters when a state was last
+	// recorded (env->prev_jmps_processed, prev_insn_processed).
+	jmps, prevJmps, prevInsns int
+	epoch                     uint64
+	tmpID                     uint32 // temporary ids of check_scalar_ids
 }
 
 // logf logs a verifier message (a candidate for Result.Error).
@@ -145,7 +152,11 @@ func (c *checker) setup() error {
 	fn, err := btfmodel.FuncByName(c.env.BTF, p.Target)
 	if err != nil {
 		// libbpf gives up before BPF_PROG_LOAD.
-		c.logf("failed to find kernel BTF type ID of '%s': -ESRCH", p.Target)
+		name := p.Target
+		if p.AttachType == btfmodel.LSM {
+			name = strings.TrimPrefix(name, "bpf_lsm_") // libbpf names the hook as the section does
+		}
+		c.logf("failed to find kernel BTF type ID of '%s': -ESRCH", name)
 		return reject("ESRCH")
 	}
 	c.fn = fn
@@ -192,6 +203,7 @@ func (c *checker) walk() error {
 	c.visited = map[int][]*visit{}
 	c.fi = c.flow()
 	c.scratch = map[int]bool{}
+	c.mainArgMatch()
 	c.logx("0:%s", c.stateDump(c.st, nil))
 	c.idx = 0
 	for {
@@ -214,6 +226,10 @@ func (c *checker) walk() error {
 				continue
 			case -1:
 				c.logf("infinite loop detected at insn %d", c.idx)
+				if !c.kern61() { // 6.12 shows both states; the last becomes the reason
+					c.logf("cur state:%s", c.stateDump(c.st, nil))
+					c.logf("old state:%s", c.stateDump(c.loopOld, nil))
+				}
 				return reject("EINVAL")
 			}
 		}
@@ -277,6 +293,10 @@ func (c *checker) popBranch() (bool, error) {
 	}
 	p := c.stack[len(c.stack)-1]
 	c.stack = c.stack[:len(c.stack)-1]
+	c.flush()
+	if len(c.log) > p.logLen && !c.truncated {
+		c.log = c.log[:p.logLen] // pop_stack's bpf_vlog_reset
+	}
 	c.st, c.idx = p.st, p.insn
 	c.logx("%d:%s", c.idx, c.stateDump(c.st, nil))
 	return false, nil
@@ -284,7 +304,11 @@ func (c *checker) popBranch() (bool, error) {
 
 // push records the other edge of a branch (push_stack).
 func (c *checker) push(st *state, target int) error {
-	c.stack = append(c.stack, pending{st: st, insn: target, prv: c.idx})
+	n := len(c.log)
+	if c.cur != "" {
+		n++ // the branch's own line stays
+	}
+	c.stack = append(c.stack, pending{st: st, insn: target, prv: c.idx, logLen: n})
 	if len(c.stack) > complexityLimitJmpSeq {
 		c.logf("The sequence of %d jumps is too complex.", len(c.stack))
 		return reject("E2BIG")
@@ -294,24 +318,45 @@ func (c *checker) push(st *state, target int) error {
 
 // visitState is is_state_visited with exact equality: 1 prune, -1 infinite loop, 0 new.
 func (c *checker) visitState() int {
+	// is_state_visited records a new state only after 2 jumps and 8 insns since the last
+	// one (20 and 100 inside a loop); which states exist decides what gets pruned.
+	add := c.jmps-c.prevJmps >= 2 && c.processed-c.prevInsns >= 8
+	c.epoch++ // marks the ancestors, still being explored (branches > 0): never prune against them
 	for v := c.st.parent; v != nil; v = v.parent {
-		if v.insn == c.idx && c.covers(v.st, c.st, c.idx) {
+		if v.insn != c.idx {
+			continue
+		}
+		v.ancestor = c.epoch
+		// states_maybe_looping compares the registers byte for byte first.
+		if regsExact(v.st, c.st) && c.covers(v, c.st, c.idx) {
+			c.loopOld = v.st
 			return -1
+		}
+		if c.jmps-c.prevJmps < 20 && c.processed-c.prevInsns < 100 {
+			add = false
 		}
 	}
 	for _, v := range c.visited[c.idx] {
-		if c.covers(v.st, c.st, c.idx) {
+		if v.ancestor != c.epoch && c.covers(v, c.st, c.idx) {
+			// propagate_liveness: what the pruned-against subtree read, this path reads.
+			for spi := 0; spi < stackSize/regSize; spi++ {
+				if v.read&(1<<uint(spi)) != 0 {
+					c.markStackRead(spi)
+				}
+			}
 			return 1
 		}
 	}
-	if len(c.visited[c.idx]) >= maxStatesPerInsn {
+	if !add || len(c.visited[c.idx]) >= maxStatesPerInsn {
 		return 0 // keep exploring without recording: bounds memory and time on long loops
 	}
+	c.prevJmps, c.prevInsns = c.jmps, c.processed
 	// The new checkpoint clears the write marks ("_w" in the log), as is_state_visited does.
 	for i := range c.st.regs {
 		c.st.regs[i].written = false
 	}
-	v := &visit{insn: c.idx, st: c.st.clone(), parent: c.st.parent}
+	v := &visit{insn: c.idx, st: c.st.clone(), parent: c.st.parent, written: c.st.written}
+	c.st.written = 0
 	c.visited[c.idx] = append(c.visited[c.idx], v)
 	c.st.parent = v
 	c.nStates++
@@ -380,6 +425,7 @@ func (c *checker) step(in *insn) (int, bool, error) {
 		c.logf("BPF_LD_[ABS|IND] instructions not allowed for this program type")
 		return 0, false, reject("EINVAL")
 	case clsJMP, clsJMP32:
+		c.jmps++
 		return c.jmp(in)
 	}
 	c.logf("unknown insn class %d", in.class())
@@ -403,4 +449,41 @@ func (c *checker) loadList() []LoadExplanation {
 		out = append(out, LoadExplanation{Insn: i, Text: c.loads[i]})
 	}
 	return out
+}
+
+// mainArgMatch is 6.1's btf_check_subprog_arg_match for the main program when it carries
+// BTF func info (clang's objects do): a first argument that is a pointer to anything but a
+// struct (clang's "u64 *ctx") is not recognised as the context. The kernel only logs it.
+func (c *checker) mainArgMatch() {
+	if !c.kern61() || len(c.prog.Instructions) == 0 {
+		return
+	}
+	fn := btf.FuncMetadata(&c.prog.Instructions[0])
+	if fn == nil {
+		return
+	}
+	proto, ok := fn.Type.(*btf.FuncProto)
+	if !ok || len(proto.Params) == 0 || len(proto.Params) > 5 {
+		return
+	}
+	ptr, ok := btf.UnderlyingType(proto.Params[0].Type).(*btf.Pointer)
+	if !ok {
+		return
+	}
+	if _, isStruct := btf.UnderlyingType(ptr.Target).(*btf.Struct); isStruct {
+		return
+	}
+	c.logf("reg type unsupported for arg#0 function %s#%d", fn.Name, 1)
+}
+
+// regsExact is states_maybe_looping's memcmp of the registers (write marks aside).
+func regsExact(a, b *state) bool {
+	for i := range a.regs {
+		x, y := &a.regs[i], &b.regs[i]
+		if x.v != y.v || x.typ != y.typ || x.flags != y.flags || x.off != y.off || x.id != y.id ||
+			x.mapIdx != y.mapIdx || x.memSize != y.memSize || x.btfType != y.btfType {
+			return false
+		}
+	}
+	return true
 }
