@@ -64,7 +64,7 @@ golden: deps
 	$(GO) test ./amd64/ ./arm64/ -run Golden -update
 
 # Fuzz every parser for FUZZTIME each.
-FUZZ_TARGETS := btfmodel:FuzzParseProto btfmodel:FuzzLoad
+FUZZ_TARGETS := btfmodel:FuzzParseProto btfmodel:FuzzLoad jit:FuzzParseRequest kernel:FuzzParseCases kernel/wire:FuzzDecode verifier:FuzzParseJSON
 fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$pkg $$fn ($(FUZZTIME))"; \
