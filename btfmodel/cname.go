@@ -47,7 +47,7 @@ func cname(t btf.Type, depth int) string {
 		return cname(t.Type, depth+1) + " __" + t.Value
 	case *btf.Pointer:
 		inner := cname(t.Target, depth+1)
-		if _, fp := skipModifiers(t.Target).(*btf.FuncProto); fp {
+		if _, fp := SkipModifiers(t.Target).(*btf.FuncProto); fp {
 			return inner // already "ret (*)(args)"
 		}
 		if strings.HasSuffix(inner, "*") {

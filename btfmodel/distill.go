@@ -38,7 +38,7 @@ func DistillProto(name string, proto *btf.FuncProto, k Kernel) (*FuncModel, erro
 	m := &FuncModel{Name: name}
 	size, t, err := typeSize(proto.Return)
 	if err != nil || isStructOrUnion(t) {
-		return nil, fail("The function %s return type %s is unsupported.", name, kindName(t))
+		return nil, fail("The function %s return type %s is unsupported.", name, KindName(t))
 	}
 	m.RetSize = size
 	if size > 0 {
@@ -53,7 +53,7 @@ func DistillProto(name string, proto *btf.FuncProto, k Kernel) (*FuncModel, erro
 		size, t, err := typeSize(p.Type)
 		// Structs over 16 bytes: "No support of struct argument size greater than 16 bytes".
 		if err != nil || size > MaxStructArgSize {
-			return nil, fail("The function %s arg%d type %s is unsupported.", name, i, kindName(t))
+			return nil, fail("The function %s arg%d type %s is unsupported.", name, i, KindName(t))
 		}
 		if size == 0 {
 			return nil, fail("The function %s has malformed void argument.", name)
@@ -73,7 +73,7 @@ func DistillProto(name string, proto *btf.FuncProto, k Kernel) (*FuncModel, erro
 // an int, enum or struct its size; anything else (float, union, array, fwd, func proto) is an
 // error. It returns the resolved type for the kernel's message.
 func typeSize(t btf.Type) (int, btf.Type, error) {
-	t = skipModifiers(t)
+	t = SkipModifiers(t)
 	switch t := t.(type) {
 	case *btf.Void:
 		return 0, t, nil
@@ -86,12 +86,12 @@ func typeSize(t btf.Type) (int, btf.Type, error) {
 	case *btf.Struct:
 		return int(t.Size), t, nil
 	}
-	return 0, t, fmt.Errorf("unsupported %s", kindName(t))
+	return 0, t, fmt.Errorf("unsupported %s", KindName(t))
 }
 
-// skipModifiers follows typedef, const, volatile, restrict and type tags, as
-// btf_type_is_modifier does.
-func skipModifiers(t btf.Type) btf.Type {
+// SkipModifiers follows typedef, const, volatile, restrict and type tags, as
+// btf_type_skip_modifiers does.
+func SkipModifiers(t btf.Type) btf.Type {
 	for i := 0; i < 64; i++ { // bound cycles in malformed input
 		switch m := t.(type) {
 		case *btf.Typedef:
@@ -134,11 +134,11 @@ func fmodelFlags(t btf.Type, k Kernel) ArgFlags {
 	return f
 }
 
-// kindName is the kernel's btf_type_str: the BTF kind in capitals.
-func kindName(t btf.Type) string {
+// KindName is the kernel's btf_type_str: the BTF kind as btf_kind_str spells it.
+func KindName(t btf.Type) string {
 	switch t.(type) {
 	case nil, *btf.Void:
-		return "UNKN"
+		return "UNKNOWN"
 	case *btf.Int:
 		return "INT"
 	case *btf.Pointer:
@@ -177,5 +177,5 @@ func kindName(t btf.Type) string {
 	case *btf.TypeTag:
 		return "TYPE_TAG"
 	}
-	return "UNKN"
+	return "UNKNOWN"
 }

@@ -180,7 +180,7 @@ func (p *parser) recordBody(isUnion bool, name string, open token) (btf.Type, er
 func roundUp(x, to uint64) uint64 { return (x + to - 1) / to * to }
 
 func isIntegral(t btf.Type) bool {
-	switch skipModifiers(t).(type) {
+	switch SkipModifiers(t).(type) {
 	case *btf.Int, *btf.Enum:
 		return true
 	}
@@ -189,7 +189,7 @@ func isIntegral(t btf.Type) bool {
 
 // sizeAlign gives a complete type's size and alignment; incomplete types are an error.
 func sizeAlign(t btf.Type) (uint64, uint64, error) {
-	switch x := skipModifiers(t).(type) {
+	switch x := SkipModifiers(t).(type) {
 	case *btf.Int:
 		return uint64(x.Size), uint64(x.Size), nil
 	case *btf.Enum:

@@ -121,7 +121,7 @@ func FuncByName(spec *btf.Spec, name string) (*btf.Func, error) {
 		if fn, ok := t.(*btf.Func); ok {
 			funcs = append(funcs, fn)
 		} else {
-			others = append(others, kindName(t))
+			others = append(others, KindName(t))
 		}
 	}
 	if len(funcs) == 0 {

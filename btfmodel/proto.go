@@ -368,7 +368,7 @@ func (p *parser) params(ret btf.Type) (*btf.FuncProto, error) {
 		case *btf.Void:
 			return nil, p.errAt(startTok, "'void' must be the only parameter")
 		}
-		if fwd, ok := skipModifiers(typ).(*btf.Fwd); ok {
+		if fwd, ok := SkipModifiers(typ).(*btf.Fwd); ok {
 			return nil, p.errAt(startTok, "parameter has incomplete type '%s'", CName(fwd))
 		}
 		proto.Params = append(proto.Params, btf.FuncParam{Name: name, Type: typ})

@@ -2,74 +2,14 @@ package verifier
 
 import (
 	"github.com/cilium/ebpf/btf"
+
+	"github.com/trampjit/trampjit/btfmodel"
 )
 
-// skipMods follows typedef/const/volatile/restrict/type_tag (btf_type_skip_modifiers).
-func skipMods(t btf.Type) btf.Type {
-	for i := 0; i < 64; i++ {
-		switch m := t.(type) {
-		case *btf.Typedef:
-			t = m.Type
-		case *btf.Const:
-			t = m.Type
-		case *btf.Volatile:
-			t = m.Type
-		case *btf.Restrict:
-			t = m.Type
-		case *btf.TypeTag:
-			t = m.Type
-		default:
-			return t
-		}
-	}
-	return t
-}
+// skipMods and kindStr are btfmodel's (btf_type_skip_modifiers, btf_type_str).
+func skipMods(t btf.Type) btf.Type { return btfmodel.SkipModifiers(t) }
 
-// kindStr is btf_type_str.
-func kindStr(t btf.Type) string {
-	switch t := t.(type) {
-	case nil, *btf.Void:
-		return "UNKNOWN"
-	case *btf.Int:
-		return "INT"
-	case *btf.Pointer:
-		return "PTR"
-	case *btf.Array:
-		return "ARRAY"
-	case *btf.Struct:
-		return "STRUCT"
-	case *btf.Union:
-		return "UNION"
-	case *btf.Enum:
-		if t.Size == 8 {
-			return "ENUM64"
-		}
-		return "ENUM"
-	case *btf.Fwd:
-		return "FWD"
-	case *btf.Typedef:
-		return "TYPEDEF"
-	case *btf.Volatile:
-		return "VOLATILE"
-	case *btf.Const:
-		return "CONST"
-	case *btf.Restrict:
-		return "RESTRICT"
-	case *btf.Func:
-		return "FUNC"
-	case *btf.FuncProto:
-		return "FUNC_PROTO"
-	case *btf.Var:
-		return "VAR"
-	case *btf.Datasec:
-		return "DATASEC"
-	case *btf.Float:
-		return "FLOAT"
-	case *btf.TypeTag:
-		return "TYPE_TAG"
-	}
-	return "UNKNOWN"
-}
+func kindStr(t btf.Type) string { return btfmodel.KindName(t) }
 
 // btfName is the type's name, "(anon)" when it has none (__btf_name_by_offset).
 func btfName(t btf.Type) string {

@@ -3,30 +3,12 @@ package verifier_test
 import (
 	"regexp"
 	"strings"
+
+	"github.com/trampjit/trampjit/verifier"
 )
 
-// NormalizeLine sets aside what legitimately differs between two loads of equivalent
-// programs: instruction indexes, register numbers and BTF ids (mirrors
-// normalizeVerifierLine in cmd/trampjit/verify.go).
-func NormalizeLine(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= '0' && c <= '9' && (i == 0 || !isWordByte(s[i-1]) || s[i-1] == 'R' || s[i-1] == 'r') {
-			b.WriteByte('#')
-			for i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9' {
-				i++
-			}
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
-}
-
-func isWordByte(c byte) bool {
-	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-}
+// NormalizeLine is the comparison trampjit verify --against-kernel uses.
+var NormalizeLine = verifier.NormalizeLine
 
 // notMessage matches log lines that are not messages: instructions and states ("12: ..."),
 // source lines ("; ..."), branch headers and statistics.

@@ -209,31 +209,9 @@ func compareWithKernel(files []string, spec *btf.Spec, k btfmodel.Kernel, a btfm
 			continue
 		}
 		progs[i].Kernel = &kernelVerdict{Accepted: r.Accepted, Error: r.Error, Errno: r.Errno, Log: r.Log,
-			Agree: r.Accepted == progs[i].Accepted && normalizeVerifierLine(r.Error) == normalizeVerifierLine(progs[i].Error)}
+			Agree: r.Accepted == progs[i].Accepted && verifier.NormalizeLine(r.Error) == verifier.NormalizeLine(progs[i].Error)}
 	}
 	return nil
-}
-
-// normalizeVerifierLine sets aside what legitimately differs between two loads of equivalent
-// programs: instruction indexes, register numbers and BTF ids.
-func normalizeVerifierLine(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= '0' && c <= '9' && (i == 0 || !isWordByte(s[i-1]) || s[i-1] == 'R' || s[i-1] == 'r') {
-			b.WriteByte('#')
-			for i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9' {
-				i++
-			}
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
-}
-
-func isWordByte(c byte) bool {
-	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
 }
 
 func firstOf(s ...string) string {
