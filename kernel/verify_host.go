@@ -1,19 +1,12 @@
 package kernel
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
-	"strings"
 
-	"github.com/trampjit/trampjit/kernel/vm"
 	"github.com/trampjit/trampjit/kernel/wire"
 )
 
@@ -31,69 +24,22 @@ func VerifyHost(ctx context.Context, o VerifyOptions) ([]VerifyResult, error) {
 			return nil, fmt.Errorf("program %d: %w", i, err)
 		}
 	}
-	dir, err := os.MkdirTemp("", "trampjit-verify-host-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	agent, err := vm.BuildAgent(ctx, runtime.GOARCH, dir)
-	if err != nil {
-		return nil, err
-	}
 	req := wire.Request{Kernel: "host", Arch: runtime.GOARCH, Verify: &wire.VerifyRequest{LogLevel: o.LogLevel, LogLimit: o.LogLimit, Programs: o.Programs}}
-	rj, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	reqPath := filepath.Join(dir, "request.json")
-	if err := os.WriteFile(reqPath, rj, 0o644); err != nil {
-		return nil, err
-	}
 	if o.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	cmd := exec.CommandContext(ctx, agent, "-request", reqPath)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-
 	results := make([]*VerifyResult, len(o.Programs))
-	var fatal string
-	sc := bufio.NewScanner(&stdout)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		f, ok, err := wire.Decode(sc.Text())
-		if !ok {
-			continue
+	err := runHostAgent(ctx, req, progress, func(f wire.Frame) {
+		var r wire.VerifyResult
+		if f.Kind == wire.KindVerify && json.Unmarshal(f.JSON, &r) == nil && r.Index >= 0 && r.Index < len(results) {
+			vr := fromWire(r)
+			results[r.Index] = &vr
 		}
-		if err != nil {
-			return nil, fmt.Errorf("host agent output: %w", err)
-		}
-		switch f.Kind {
-		case wire.KindVerify:
-			var r wire.VerifyResult
-			if json.Unmarshal(f.JSON, &r) == nil && r.Index >= 0 && r.Index < len(results) {
-				vr := fromWire(r)
-				results[r.Index] = &vr
-			}
-		case wire.KindFatal:
-			_ = json.Unmarshal(f.JSON, &fatal)
-		case wire.KindLog:
-			var s string
-			_ = json.Unmarshal(f.JSON, &s)
-			fmt.Fprintf(progress, "host: agent: %s\n", s)
-		}
-	}
-	if fatal != "" {
-		if strings.Contains(fatal, "operation not permitted") || strings.Contains(fatal, "EPERM") {
-			return nil, fmt.Errorf("%w: %s", ErrHostNotPermitted, fatal)
-		}
-		return nil, fmt.Errorf("host agent: %s", fatal)
-	}
-	if runErr != nil {
-		return nil, fmt.Errorf("host agent: %v: %s", runErr, strings.TrimSpace(stderr.String()))
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]VerifyResult, len(results))
 	eperm := 0

@@ -1,0 +1,86 @@
+package kernel
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/trampjit/trampjit/kernel/vm"
+	"github.com/trampjit/trampjit/kernel/wire"
+)
+
+// ErrHostNotPermitted is returned by CaptureHost and VerifyHost when the running kernel refuses
+// BPF to this process (EPERM: not root, missing CAP_BPF/CAP_PERFMON, or a sandbox): callers skip.
+var ErrHostNotPermitted = errors.New("the running kernel does not permit BPF here (EPERM)")
+
+// runHostAgent runs the guest agent on the running kernel with req and hands every result
+// frame to onFrame; log frames go to progress. A fatal frame ends in an error, wrapping
+// ErrHostNotPermitted when the kernel said EPERM.
+func runHostAgent(ctx context.Context, req wire.Request, progress io.Writer, onFrame func(wire.Frame)) error {
+	if progress == nil {
+		progress = io.Discard
+	}
+	dir, err := os.MkdirTemp("", "trampjit-host-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	agent, err := vm.BuildAgent(ctx, runtime.GOARCH, dir)
+	if err != nil {
+		return err
+	}
+	rj, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	reqPath := filepath.Join(dir, "request.json")
+	if err := os.WriteFile(reqPath, rj, 0o644); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, agent, "-request", reqPath)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+
+	var fatal string
+	sc := bufio.NewScanner(&stdout)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		f, ok, err := wire.Decode(sc.Text())
+		if !ok {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("host agent output: %w", err)
+		}
+		switch f.Kind {
+		case wire.KindFatal:
+			_ = json.Unmarshal(f.JSON, &fatal)
+		case wire.KindLog:
+			var s string
+			_ = json.Unmarshal(f.JSON, &s)
+			fmt.Fprintf(progress, "host: agent: %s\n", s)
+		default:
+			onFrame(f)
+		}
+	}
+	if fatal != "" {
+		if strings.Contains(fatal, "operation not permitted") || strings.Contains(fatal, "EPERM") {
+			return fmt.Errorf("%w: %s", ErrHostNotPermitted, fatal)
+		}
+		return fmt.Errorf("host agent: %s", fatal)
+	}
+	if runErr != nil {
+		return fmt.Errorf("host agent: %v: %s", runErr, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
