@@ -78,21 +78,11 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 	if err := validateCases(o.Cases); err != nil {
 		return nil, err
 	}
-	k, err := vm.Fetch(ctx, o.Kernel, o.Arch, progress)
+	k, agent, work, cleanup, err := guestSetup(ctx, o.Kernel, o.Arch, o.WorkDir, progress)
 	if err != nil {
 		return nil, err
 	}
-	work := o.WorkDir
-	if work == "" {
-		if work, err = os.MkdirTemp("", "trampjit-capture-"); err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(work)
-	}
-	agent, err := vm.BuildAgent(ctx, o.Arch, filepath.Join(work, "agent"))
-	if err != nil {
-		return nil, err
-	}
+	defer cleanup()
 	fmt.Fprintf(progress, "%s-%s: %s (%s %s), %d cases, %d guests\n", o.Kernel, o.Arch, k.Release, k.Package, k.Version, len(o.Cases), o.Jobs)
 
 	rep := &CaptureReport{Kernel: k}

@@ -84,3 +84,24 @@ func runHostAgent(ctx context.Context, req wire.Request, progress io.Writer, onF
 	}
 	return nil
 }
+
+// guestSetup fetches a profile's kernel and builds the agent for it in workDir (a temporary
+// directory when empty, removed by cleanup): what every guest run starts with.
+func guestSetup(ctx context.Context, kernel, arch, workDir string, progress io.Writer) (k *vm.KernelImage, agent, work string, cleanup func(), err error) {
+	cleanup = func() {}
+	if k, err = vm.Fetch(ctx, kernel, arch, progress); err != nil {
+		return nil, "", "", cleanup, err
+	}
+	work = workDir
+	if work == "" {
+		if work, err = os.MkdirTemp("", "trampjit-guest-"); err != nil {
+			return nil, "", "", cleanup, err
+		}
+		cleanup = func() { os.RemoveAll(work) }
+	}
+	if agent, err = vm.BuildAgent(ctx, arch, filepath.Join(work, "agent")); err != nil {
+		cleanup()
+		return nil, "", "", func() {}, err
+	}
+	return k, agent, work, cleanup, nil
+}

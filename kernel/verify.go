@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -61,21 +60,11 @@ func Verify(ctx context.Context, o VerifyOptions) ([]VerifyResult, error) {
 	if len(o.Programs) == 0 {
 		return nil, nil
 	}
-	k, err := vm.Fetch(ctx, o.Kernel, o.Arch, progress)
+	k, agent, work, cleanup, err := guestSetup(ctx, o.Kernel, o.Arch, o.WorkDir, progress)
 	if err != nil {
 		return nil, err
 	}
-	work := o.WorkDir
-	if work == "" {
-		if work, err = os.MkdirTemp("", "trampjit-verify-"); err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(work)
-	}
-	agent, err := vm.BuildAgent(ctx, o.Arch, filepath.Join(work, "agent"))
-	if err != nil {
-		return nil, err
-	}
+	defer cleanup()
 	tag := o.Kernel + "-" + o.Arch
 	fmt.Fprintf(progress, "%s: %s (%s %s), verifying %d programs\n", tag, k.Release, k.Package, k.Version, len(o.Programs))
 
