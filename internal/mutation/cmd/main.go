@@ -1,0 +1,94 @@
+// Command mutation runs trampjit's mutation tester over its packages (see package mutation).
+//
+//	go run ./internal/mutation/cmd [-seed N] [-cap N] [-equiv docs/mutation.md] [-o FILE] [PKG ...]
+//
+// PKG is a directory, optionally with files: emu:oracle.go,check.go. Without PKG it runs the
+// default set. It prints one line per mutant and, at the end (or into -o), the figures.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/trampjit/trampjit/internal/mutation"
+)
+
+// defaults are the packages the mutation run covers; in emu only the oracle and its checks
+// are mutated, and the Unicorn tests run against them (the native engine tests compare
+// engines, not the oracle).
+var defaults = []string{"btfmodel", "amd64", "arm64", "verifier", "emu:oracle.go,check.go"}
+
+// extraArgs select tests: -short keeps the verifier's long random runs short (no test in
+// these packages boots a guest unless given -update or -fuzzcount).
+var extraArgs = map[string][]string{
+	"verifier": {"-short"},
+	"emu":      {"-short", "-skip", "Native"},
+}
+
+func main() {
+	seed := flag.Uint64("seed", 1, "sampling seed")
+	capN := flag.Int("cap", 60, "mutants per package (that compile)")
+	equiv := flag.String("equiv", "", "markdown file listing equivalent mutants (\"- `ID` — reason\")")
+	out := flag.String("o", "", "write the figures (markdown) to this file as well")
+	timeout := flag.Duration("timeout", 0, "per-mutant timeout (default: 10x the baseline + 1m)")
+	flag.Parse()
+	root, err := os.Getwd()
+	if err != nil {
+		fatal(err)
+	}
+	if _, err := os.Stat("go.mod"); err != nil {
+		fatal(errors.New("run from the module root (go.mod not found)"))
+	}
+	eq := map[string]string{}
+	if *equiv != "" {
+		if eq, err = mutation.ReadEquivalents(*equiv); err != nil {
+			fatal(err)
+		}
+	}
+	if *capN <= 0 {
+		fatal(fmt.Errorf("-cap %d: want a positive number of mutants", *capN))
+	}
+	pkgs := flag.Args()
+	if len(pkgs) == 0 {
+		pkgs = defaults
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	o := mutation.Options{Root: root, Seed: *seed, Cap: *capN, Timeout: *timeout, Equiv: eq, Log: os.Stdout}
+	var tallies []mutation.Tally
+	results := map[string][]mutation.Result{}
+	start := time.Now()
+	for _, p := range pkgs {
+		dir, files, _ := strings.Cut(p, ":")
+		t := mutation.Target{Dir: strings.TrimSuffix(dir, "/"), Args: extraArgs[dir]}
+		if files != "" {
+			t.Files = strings.Split(files, ",")
+		}
+		rs, err := mutation.Run(ctx, t, o)
+		if err != nil {
+			fatal(err)
+		}
+		results[t.Dir] = rs
+		tallies = append(tallies, mutation.Count(t.Dir, rs))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d, cap %d per package, %s\n\n", *seed, *capN, time.Since(start).Round(time.Second))
+	mutation.WriteMarkdown(&b, tallies, results)
+	fmt.Print("\n" + b.String())
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
+			fatal(err)
+		}
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "mutation:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,185 @@
+package mutation
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Target is one package to mutate: its directory (relative to the module root), the files
+// to mutate (all non-test .go files when empty) and the go test arguments that select its
+// tests (e.g. -short, -run).
+type Target struct {
+	Dir   string
+	Files []string
+	Args  []string
+}
+
+// Outcome is what the tests said about one mutant.
+type Outcome string
+
+const (
+	Killed     Outcome = "killed"
+	Survived   Outcome = "survived"
+	TimedOut   Outcome = "timed out"
+	NoCompile  Outcome = "does not compile"
+	Equivalent Outcome = "equivalent" // survived, and listed as equivalent with a reason
+)
+
+// Result is one mutant's outcome.
+type Result struct {
+	Mutant  Mutant
+	Outcome Outcome
+	Reason  string // the equivalence reason
+	Elapsed time.Duration
+}
+
+// Options drive a run.
+type Options struct {
+	Root    string        // module root
+	Seed    uint64        // sampling seed
+	Cap     int           // mutants per package (after dropping those that do not compile)
+	Timeout time.Duration // per mutant; 0 means 10x the baseline run plus a minute
+	Equiv   map[string]string
+	Log     io.Writer
+}
+
+// Sample lists a target's mutants in a seed-determined order.
+func Sample(root string, t Target, seed uint64) ([]Mutant, map[string][]byte, error) {
+	files := t.Files
+	if len(files) == 0 {
+		ents, err := os.ReadDir(filepath.Join(root, t.Dir))
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range ents {
+			n := e.Name()
+			if strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") && n != "doc.go" {
+				files = append(files, n)
+			}
+		}
+	}
+	sort.Strings(files)
+	srcs := map[string][]byte{}
+	var all []Mutant
+	for _, f := range files {
+		rel := filepath.Join(t.Dir, f)
+		src, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			return nil, nil, err
+		}
+		ms, err := Generate(rel, src)
+		if err != nil {
+			return nil, nil, err
+		}
+		srcs[rel] = src
+		all = append(all, ms...)
+	}
+	r := rand.New(rand.NewPCG(seed, 0x6d7574))
+	r.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	return all, srcs, nil
+}
+
+// Run mutates one target and returns the outcome of each mutant tried: up to Cap that
+// compile.
+func Run(ctx context.Context, t Target, o Options) ([]Result, error) {
+	muts, srcs, err := Sample(o.Root, t, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "mutation-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	start := time.Now()
+	if out, outcome := goTest(ctx, o.Root, t, "", 30*time.Minute); outcome != Survived {
+		return nil, fmt.Errorf("%s: the tests do not pass without mutation (%s):\n%s", t.Dir, outcome, tail(out))
+	}
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = 10*time.Since(start) + time.Minute
+	}
+	fmt.Fprintf(o.Log, "== %s: %d mutants, baseline %s, timeout %s\n", t.Dir, len(muts), time.Since(start).Round(time.Second), timeout)
+	var res []Result
+	compiled := 0
+	for i, m := range muts {
+		if compiled >= o.Cap {
+			break
+		}
+		mutated := filepath.Join(tmp, fmt.Sprintf("m%d.go", i))
+		if err := os.WriteFile(mutated, m.Apply(srcs[m.File]), 0o644); err != nil {
+			return nil, err
+		}
+		ov := filepath.Join(tmp, "overlay.json")
+		data, _ := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(o.Root, m.File): mutated}})
+		if err := os.WriteFile(ov, data, 0o644); err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		_, outcome := goTest(ctx, o.Root, t, ov, timeout)
+		os.Remove(mutated)
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		r := Result{Mutant: m, Outcome: outcome, Elapsed: time.Since(t0)}
+		if outcome == NoCompile {
+			continue
+		}
+		compiled++
+		if why, ok := o.Equiv[m.ID()]; ok && outcome == Survived {
+			r.Outcome, r.Reason = Equivalent, why
+		}
+		fmt.Fprintf(o.Log, "%3d %-10s %s (%s)\n", compiled, r.Outcome, m.ID(), r.Elapsed.Round(100*time.Millisecond))
+		res = append(res, r)
+	}
+	return res, nil
+}
+
+// goTest runs the target's tests, with the overlay when ov is not empty, on one core.
+func goTest(ctx context.Context, root string, t Target, ov string, timeout time.Duration) ([]byte, Outcome) {
+	args := []string{"test", "-count=1", "-vet=off", "-p", "1", "-timeout", timeout.String()}
+	if ov != "" {
+		args = append(args, "-overlay", ov)
+	}
+	args = append(args, t.Args...)
+	args = append(args, "./"+t.Dir+"/")
+	ctx, cancel := context.WithTimeout(ctx, timeout+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GOFLAGS=")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Kill the whole group: go test's child test binary must not outlive a timeout.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	b := out.Bytes()
+	switch {
+	case err == nil:
+		return b, Survived
+	case bytes.Contains(b, []byte("[build failed]")) || bytes.Contains(b, []byte("[setup failed]")):
+		return b, NoCompile
+	case ctx.Err() != nil || bytes.Contains(b, []byte("panic: test timed out")):
+		return b, TimedOut
+	}
+	return b, Killed
+}
+
+func tail(b []byte) string {
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
