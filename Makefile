@@ -88,6 +88,15 @@ verifier-fuzz: deps
 	$(GO) test ./verifier -run '^TestDifferentialFuzz$$' -count=1 -timeout $(TESTTIMEOUT) -v \
 		-fuzzcount $(FUZZCOUNT) -fuzzprofile $(FUZZPROFILE)
 
+# Source mutation run over amd64, arm64, btfmodel, verifier and the emu oracle (one core,
+# go test -overlay: the tree is not written); not part of make test. docs/mutation.md lists
+# the equivalent mutants and the last figures.
+MUTSEED ?= 1
+MUTCAP ?= 50
+.PHONY: mutation
+mutation: deps
+	$(GO) run ./internal/mutation/cmd -seed $(MUTSEED) -cap $(MUTCAP) -equiv docs/mutation.md
+
 # Fetch the Debian kernel images (cached under $$XDG_CACHE_HOME/trampjit).
 kernels: build
 	bin/trampjit kernel fetch --all
