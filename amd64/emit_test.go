@@ -12,8 +12,10 @@ import (
 	"github.com/trampjit/trampjit/jit"
 )
 
-// Expected bytes below come from the spec (x86_64-trampoline.md): its derived listings
-// (§9.3), worked examples (§2.4), tables (§2.3, §5) and encoding rules.
+// Expected bytes below were derived by hand from arch/x86/net/bpf_jit_comp.c (6.12
+// __arch_prepare_bpf_trampoline, 6.1 arch_prepare_bpf_trampoline): their emission order,
+// frame layout, save_args placement and the emit_* encoding rules; the kernel corpus checks
+// the same shapes against captured images (kernel.TestCorpusByteIdentical).
 
 const (
 	k61  = btfmodel.Kernel61
@@ -33,7 +35,7 @@ func contains(t *testing.T, what string, code []byte, hexs string) {
 	}
 }
 
-// TestSpecFmodRet612 is §9.3: 6.12, one fmod_ret on bpf_fentry_test2.
+// TestSpecFmodRet612: 6.12, one fmod_ret on bpf_fentry_test2 (invoke_bpf_mod_ret).
 func TestSpecFmodRet612(t *testing.T) {
 	img := generate(t, tramp(k612, fentryTest2(), modret))
 	matchMask(t, img.Code, `55 4889e5 4883ec38 48895dd8 b802000000 488945e0 48897de8 488975f0
@@ -45,8 +47,8 @@ func TestSpecFmodRet612(t *testing.T) {
 		48bf................ e8........ 488b45f8 488b5dd8 c9 4883c408 c3 cc`)
 }
 
-// TestFentryNoArgs612 is a fentry-only trampoline on f(void): §2.3 (ctx at rbp-0, needing
-// the zero disp8 of §8.5) with the sequence of §4.
+// TestFentryNoArgs612 is a fentry-only trampoline on f(void): ctx at rbp-0, which needs an
+// explicit zero disp8 (lea rdi,[rbp+0] is 48 8d 7d 00).
 func TestFentryNoArgs612(t *testing.T) {
 	img := generate(t, tramp(k612, scalars(), fentry))
 	matchMask(t, img.Code, `55 4889e5 4883ec20 48895df0 31c0 488945f8
@@ -57,12 +59,12 @@ func TestFentryNoArgs612(t *testing.T) {
 
 func TestFentryRestoreRegs61(t *testing.T) {
 	img := generate(t, tramp(k61, fentryTest2(), fentry))
-	// fentry-only, 2 args: ctx 0x10, run_ctx = stack 0x28 (§2.3).
+	// fentry-only, 2 args: ctx 0x10, run_ctx = stack 0x28 (no return-value slot without CALL_ORIG).
 	matchMask(t, section(t, img, jit.SecPrologue), "55 4889e5 4883ec28 53")
 	matchMask(t, section(t, img, jit.SecEpilogue), "488b7df0 488b75f8 5b c9 c3 cc")
 }
 
-// TestStackArgs612 is the 7-argument worked example of §2.4.
+// TestStackArgs612: 7 arguments, the 7th copied from the caller's stack (save_args, 6.6+).
 func TestStackArgs612(t *testing.T) {
 	m := scalars(4, 8, 2, 4, 8, 1, 4) // bpf_modify_return_test2
 	img := generate(t, tramp(k612, m, fexit))
@@ -77,7 +79,8 @@ func TestStackArgs612(t *testing.T) {
 	}
 }
 
-// TestOutOfOrder612 is the struct placement example of §2.4.
+// TestOutOfOrder612: a struct that no longer fits the argument registers goes wholly on the
+// stack while a later scalar still takes r9 (save_args).
 func TestOutOfOrder612(t *testing.T) {
 	img := generate(t, tramp(k612, scalars(8, 4, 4, 16, 16, 4, 4), fexit))
 	matchMask(t, section(t, img, jit.SecPrologue), "55 4889e5 4881ec88000000 48895da0")
@@ -88,10 +91,11 @@ func TestOutOfOrder612(t *testing.T) {
 		4c8b4de8 488b4518 48898578ffffff 488b4520 48894580 488b4528 48894588 e8........`)
 }
 
-// TestTwelveArgs612: 12 slots + IP_ARG reach the disp32 forms (§5.2) and sub imm32 (§4.2).
+// TestTwelveArgs612: 12 slots + IP_ARG reach the disp32 forms of emit_insn_suffix and the
+// sub rsp,imm32 form of the prologue.
 func TestTwelveArgs612(t *testing.T) {
 	img := generate(t, tramp(k612, eights(12), jit.Prog{Kind: jit.Fexit, FuncIP: true}))
-	// ctx 0x68, nregs 0x70, ip 0x78, rbx 0x80, run_ctx 0x90, stack 0xc8 (§2.3).
+	// ctx 0x68, nregs 0x70, ip 0x78, rbx 0x80, run_ctx 0x90, stack 0xc8.
 	matchMask(t, section(t, img, jit.SecPrologue), "55 4889e5 4881ecc8000000 48895d80")
 	matchMask(t, section(t, img, jit.SecNrArgs), "b80c000000 48894590")
 	matchMask(t, section(t, img, jit.SecIP), "48c7c060452381 48894588")
@@ -105,7 +109,8 @@ func TestTwelveArgs612(t *testing.T) {
 		488b4538 48898558ffffff 488b4540 48898560ffffff e8`)
 }
 
-// TestCookies checks emit_mov_imm64's choices for cookies (§5.3 table).
+// TestCookies checks emit_mov_imm64's choices for cookies: xor for 0, mov r32 below 2^32,
+// the 7-byte sign-extended form (6.12), else movabs.
 func TestCookies(t *testing.T) {
 	for _, tc := range []struct {
 		cookie   int64
@@ -137,7 +142,7 @@ func TestCookies(t *testing.T) {
 	}
 }
 
-// TestIPArg: the IP slot holds func_addr, 7 bytes on 6.12 and movabs on 6.1 (§4.3).
+// TestIPArg: the IP slot holds func_addr, 7 bytes on 6.12 and movabs on 6.1 (emit_mov_imm64).
 func TestIPArg(t *testing.T) {
 	p := jit.Prog{Kind: jit.Fexit, FuncIP: true}
 	img := generate(t, tramp(k612, fentryTest2(), p))
@@ -149,7 +154,7 @@ func TestIPArg(t *testing.T) {
 }
 
 // TestTailCallCtx: push rax after sub, reload rax with disp32 before the original call or,
-// without one, before returning (§3, §4.2, §4.12, gotcha 18).
+// without one, before returning (the rax reload always uses disp32).
 func TestTailCallCtx(t *testing.T) {
 	tr := tramp(k612, fentryTest2(), fexit)
 	tr.Flags |= jit.FlagTailCallCtx
@@ -167,7 +172,8 @@ func TestTailCallCtx(t *testing.T) {
 	matchMask(t, section(t, img, jit.SecEpilogue), "488b7df0 488b75f8 488b85c8ffffff 488b5de0 c9 c3 cc")
 }
 
-// TestOrigStack: call *rbx through the return address (§3, gotcha 13).
+// TestOrigStack: call *rbx through the return address (ff d3: no retpoline, no call-depth
+// accounting).
 func TestOrigStack(t *testing.T) {
 	for _, k := range []btfmodel.Kernel{k61, k612} {
 		tr := tramp(k, fentryTest2(), fexit)
@@ -178,7 +184,8 @@ func TestOrigStack(t *testing.T) {
 	}
 }
 
-// TestRetFentryRet: struct_ops-style fentry whose return value is kept (§4.6, §4.13).
+// TestRetFentryRet: struct_ops-style fentry whose return value is kept (invoke_bpf_prog
+// stores it; the epilogue reloads it).
 func TestRetFentryRet(t *testing.T) {
 	tr := tramp(k612, fentryTest2(), fentry)
 	tr.Flags = jit.FlagRetFentryRet
@@ -188,7 +195,8 @@ func TestRetFentryRet(t *testing.T) {
 	matchMask(t, section(t, img, jit.SecEpilogue), "488b45f8 488b5dd8 c9 c3 cc")
 }
 
-// TestFeatures: IBT, return thunk and call-depth switches (§4.1, §4.13, §5.7).
+// TestFeatures: IBT, return thunk and call-depth switches (the preamble, emit_return and
+// emit_patch / emit_rsb_call).
 func TestFeatures(t *testing.T) {
 	tr := tramp(k61, fentryTest2(), fexit)
 	tr.Features.IBT = true
@@ -204,7 +212,7 @@ func TestFeatures(t *testing.T) {
 	tr.Flags = jit.FlagIndirect | jit.FlagRetFentryRet
 	matchMask(t, generate(t, tr).Code[:5], "f30f1efa 55")
 
-	// Without a patched-call address, orig_call = func + (4 if ENDBR) + 5 (§4.8, §7 row 14).
+	// Without a patched-call address, orig_call = func + (4 if ENDBR or its poison) + 5.
 	for _, tc := range []struct {
 		k    btfmodel.Kernel
 		ibt  bool
@@ -249,7 +257,7 @@ func TestFeatures(t *testing.T) {
 }
 
 // TestModRetBranches: every jne lands on do_fexit, which is 16-aligned and padded with the
-// profile's NOPs (§4.7, §4.9, §5.8).
+// profile's NOPs (invoke_bpf_mod_ret's jne placeholders, the do_fexit alignment, emit_nops).
 func TestModRetBranches(t *testing.T) {
 	for _, k := range []btfmodel.Kernel{k61, k612} {
 		for n := 1; n <= 4; n++ {
@@ -286,7 +294,7 @@ func TestModRetBranches(t *testing.T) {
 	}
 }
 
-// checkNops checks a pad is the largest-first split of §5.8 (NOP8 max on 6.1, NOP11 on 6.12).
+// checkNops checks a pad is emit_nops' largest-first split (NOP8 max on 6.1, NOP11 on 6.12).
 func checkNops(t *testing.T, k btfmodel.Kernel, pad []byte) {
 	t.Helper()
 	table := map[int]string{1: "90", 2: "6690", 3: "0f1f00", 4: "0f1f4000", 5: "0f1f440000",
@@ -305,7 +313,7 @@ func checkNops(t *testing.T, k btfmodel.Kernel, pad []byte) {
 	}
 }
 
-// TestHelpers: enter/exit helper per profile, sleepable and LSM (§4.6).
+// TestHelpers: enter/exit helper per profile, sleepable and LSM (bpf_trampoline_enter/exit).
 func TestHelpers(t *testing.T) {
 	for _, tc := range []struct {
 		k     btfmodel.Kernel
