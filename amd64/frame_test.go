@@ -13,7 +13,8 @@ const (
 	fentryFlags = jit.FlagRestoreRegs
 )
 
-// Rows of the spec's worked tables (§2.3), for nr = 0.. scalar arguments.
+// Frame offsets worked out by hand from __arch_prepare_bpf_trampoline's stack_size sums
+// (arch/x86/net/bpf_jit_comp.c), for nr = 0.. scalar arguments.
 type layoutRow struct{ ctx, nregs, ip, rbx, runCtx, stack int }
 
 func TestLayout612(t *testing.T) {
@@ -92,7 +93,8 @@ func checkLayout(t *testing.T, k btfmodel.Kernel, nr int, flags jit.Flags, w lay
 	}
 }
 
-// TestLayoutStructs checks the placement walk on the spec's out-of-order example (§2.4):
+// TestLayoutStructs checks save_args' placement walk where a struct goes to the stack out of
+// order:
 // f(ptr, int, int, struct16 a, struct16 b, int c, int d) on 6.12 with fexit.
 func TestLayoutStructs(t *testing.T) {
 	l, err := Layout(scalars(8, 4, 4, 16, 16, 4, 4), fexitFlags, btfmodel.Kernel612)
