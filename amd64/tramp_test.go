@@ -92,7 +92,7 @@ func TestCaptures(t *testing.T) {
 		file        string
 		kernel      btfmodel.Kernel
 		enter, exit string
-		funcEndbr   uint64 // poisoned ENDBR before the patched call (spec §4.8)
+		funcEndbr   uint64 // poisoned ENDBR before the patched call (orig_call skips it)
 	}{
 		{"6.1-amd64-bpf_fentry_test2-fentry-fexit.txt", btfmodel.Kernel61,
 			"__bpf_prog_enter_recur", "__bpf_prog_exit_recur", 0},
@@ -226,7 +226,7 @@ func checkImage(t *testing.T, tr *jit.Tramp, img *jit.Image) {
 	}
 }
 
-// Synthetic addresses for the spec-derived cases.
+// Synthetic addresses for the hand-derived cases.
 const (
 	tImage = 0xffffffffc0047880 // 64-byte aligned, like a 6.12 pack chunk
 	tFunc  = 0xffffffff81234560
@@ -246,7 +246,7 @@ var tHelpers = func() map[string]uint64 {
 }()
 
 // tramp builds a trampoline over m with the given programs (attach order = list order),
-// deriving flags like bpf_trampoline_update (spec §3.1).
+// deriving flags like bpf_trampoline_update (kernel/bpf/trampoline.c).
 func tramp(k btfmodel.Kernel, m *btfmodel.FuncModel, progs ...jit.Prog) *jit.Tramp {
 	tr := &jit.Tramp{Arch: btfmodel.AMD64, Kernel: k, Model: m, Image: tImage, Func: tFunc,
 		IP: tFunc + 4, IM: tIM, Helpers: tHelpers}
