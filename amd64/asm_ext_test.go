@@ -60,7 +60,8 @@ func extCases() []encCase {
 			add(fmt.Sprintf("movReg %v %v", r, s), func(a *asm) { a.movReg(r, s) },
 				fmt.Sprintf("mov %%%v,%%%v", s, r))
 		}
-		// emit_mov_imm32 (spec §5.3): sign-extending 7-byte form, xor for zero, else mov r32.
+		// emit_mov_imm32 (arch/x86/net/bpf_jit_comp.c): sign-extending 7-byte form, xor for
+		// zero, else mov r32.
 		for _, v := range extImm32 {
 			for _, sx := range []bool{false, true} {
 				att := fmt.Sprintf("mov $%#x,%s", v, reg32(r))
@@ -150,7 +151,8 @@ func extCases() []encCase {
 			}
 		}, fmt.Sprintf("je .%+d", r+2))
 	}
-	// The x86_nops table (spec §5.8), and emit_nops splitting largest-first under ASM_NOP_MAX.
+	// The x86_nops table (arch/x86/kernel/alternative.c), and emit_nops splitting
+	// largest-first under ASM_NOP_MAX.
 	nopATT := [12]string{"", "nop", "xchg %ax,%ax", "nopl (%rax)", "{disp8} nopl 0(%rax)",
 		"{disp8} nopl 0(%rax,%rax,1)", "{disp8} nopw 0(%rax,%rax,1)", "{disp32} nopl 0(%rax)",
 		"{disp32} nopl 0(%rax,%rax,1)", "{disp32} nopl %cs:0(%rax,%rax,1)",
