@@ -8,7 +8,7 @@ import (
 )
 
 // StackLayout is the trampoline's frame below the two frame records, as offsets from
-// the final sp (spec §3.1; prepare_trampoline in arch/arm64/net/bpf_jit_comp.c).
+// the final sp (prepare_trampoline in arch/arm64/net/bpf_jit_comp.c).
 //
 //	[sp+StackSize+16] caller fp, parent LR (x9)   frame 1 ("parent")
 //	[sp+StackSize]    S-16, patched fn LR (x30)   frame 2, RetAddr = StackSize+8
