@@ -7,8 +7,9 @@ import (
 	"github.com/trampjit/trampjit/jit"
 )
 
-// TestLayoutTable is spec §3.2's worked table: nregs, IP_ARG, fexit/fmod_ret (retval
-// slot) → arg slots, retval, x19/x20, stack_size, retaddr_off.
+// TestLayoutTable is a table worked out by hand from prepare_trampoline's offsets (6.12):
+// nregs, IP_ARG, fexit/fmod_ret (retval slot) → arg slots, retval, x19/x20, stack_size,
+// retaddr_off.
 func TestLayoutTable(t *testing.T) {
 	type row struct{ n, args, retval, x19, stack, retaddr int }
 	tables := []struct {
@@ -59,7 +60,8 @@ func TestLayoutTable(t *testing.T) {
 	}
 }
 
-// TestStructArgRegs: a struct of 9..16 bytes takes two registers (spec §3.1, §8).
+// TestStructArgRegs: a struct of 9..16 bytes takes two registers (btf_func_model's
+// arg_size, as prepare_trampoline counts registers).
 func TestStructArgRegs(t *testing.T) {
 	p, _ := ProfileFor(btfmodel.Kernel612)
 	for _, c := range []struct {
