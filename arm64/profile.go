@@ -7,7 +7,7 @@ import (
 )
 
 // Profile is what differs in arm64 prepare_trampoline between the modelled kernels
-// (spec §9.1: 6.1.20 against 6.12.19).
+// (arch/arm64/net/bpf_jit_comp.c of Debian's 6.1.176 against 6.12.117; docs/kernel-facts.md).
 type Profile struct {
 	Kernel btfmodel.Kernel
 
