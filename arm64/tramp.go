@@ -22,7 +22,8 @@ func (Backend) Arch() btfmodel.Arch { return btfmodel.ARM64 }
 func reject(errno jit.Errno, reason string) error { return jit.Reject(errno, "%s", reason) }
 
 // Generate emits t's image: a sizing pass that reserves the worst case for every call
-// and im load, then the emission pass at t.Image (spec §1, §5).
+// and im load, then the emission pass at t.Image, as arch_prepare_bpf_trampoline does
+// around prepare_trampoline.
 func (b Backend) Generate(t *jit.Tramp) (*jit.Image, error) {
 	g, err := b.prepare(t)
 	if err != nil {
