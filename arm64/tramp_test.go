@@ -54,7 +54,7 @@ func readCapture(t *testing.T, name string) ([]byte, []string) {
 	return code, text
 }
 
-// Addresses recovered from the 6.12 capture (spec §11).
+// Addresses recovered from the 6.12 capture (captureFile).
 const (
 	capIM = 0xfff0000003561400 // 0x2c..0x34: movz #0xfff0,lsl48; movk #0x356,lsl16; movk #0x1400
 	// Helpers: movn gives bits 0..15 (mov x10, #0xffffffffffffXXXX), then movk 0x4f4b
@@ -67,11 +67,11 @@ const (
 	capProg2      = 0xffff8000800d5000 // 0xbc..0xc4
 	// The image address is not in the capture; bl is pc-relative, so any base puts
 	// bpf_func at base-(0x30c-0x7c) (bl at 0x7c, .-0x30c) and base-(0x1c4-0xec).
-	// Spec §11 ran its model at this base.
+	// Any base works; this one puts the image in the BPF area like the capture's.
 	capBase      = 0xffff80008a3b0000
 	capFunc1Off  = 0x30c - 0x7c // below base
 	capFunc2Off  = 0x1c4 - 0xec
-	capSizeBytes = 0x168 // spec §5.11: sizing pass 90 words
+	capSizeBytes = 0x168 // the sizing pass: 90 words (worst-case calls and im load)
 )
 
 var capHelpers = map[string]uint64{
@@ -138,7 +138,7 @@ func mustGen(t testing.TB, b generator, tr *jit.Tramp) *jit.Image {
 func TestCapture612(t *testing.T) {
 	want, text := readCapture(t, captureFile)
 	if len(want) != 0x148 {
-		t.Fatalf("capture has %#x bytes of code, spec §11 says 0x148", len(want))
+		t.Fatalf("capture has %#x bytes of code, want 0x148", len(want))
 	}
 	for _, base := range []uint64{capBase, 0xffff800080a00040, 0xffff8000c0000000, 0xffff80008a3afd40} {
 		im := mustGen(t, Backend{}, captureTramp(base))
@@ -159,7 +159,8 @@ func TestCapture612(t *testing.T) {
 	}
 }
 
-// TestCaptureAnnotations checks sections against spec §11's annotations and
+// TestCaptureAnnotations checks sections against the capture's instructions (prologue,
+// arg spill, prog calls, call original, epilogue, as prepare_trampoline emits them) and
 // relocations against the capture's address-bearing instructions.
 func TestCaptureAnnotations(t *testing.T) {
 	im := mustGen(t, Backend{}, captureTramp(capBase))
@@ -191,7 +192,7 @@ func TestCaptureAnnotations(t *testing.T) {
 	}
 }
 
-// Capture lines reused as GNU as text (spec §11 shapes are built from them).
+// Capture lines reused as GNU as text (the shapes below are built from them).
 const (
 	asmFrames  = "stp x29, x9, [sp,#-16]!; mov x29, sp; stp x29, x30, [sp,#-16]!; mov x29, sp"
 	asmIM612   = "mov x0, #0xfff0000000000000; movk x0, #0x356, lsl #16; movk x0, #0x1400"
@@ -245,8 +246,8 @@ func checkSections(t *testing.T, im *jit.Image) {
 	}
 }
 
-// TestShapeModRetIPCookie is spec §11's "1 fmod_ret, 1 argument, IP_ARG, cookie
-// 0x1234567": IP slot from func_addr, W-form cookie, retval zeroed once, cbnz to
+// TestShapeModRetIPCookie is a shape derived by hand from prepare_trampoline: "1 fmod_ret,
+// 1 argument, IP_ARG, cookie 0x1234567": IP slot from func_addr, W-form cookie, retval zeroed once, cbnz to
 // ip_epilogue (no fexit).
 func TestShapeModRetIPCookie(t *testing.T) {
 	tr := captureTramp(capBase)
@@ -272,11 +273,12 @@ func TestShapeModRetIPCookie(t *testing.T) {
 	diffCode(t, "fmod_ret", im.Code, want)
 	checkSections(t, im)
 	if w := words(im.Code)[22:24]; w[0] != 0x5288ACEA || w[1] != 0x72A0246A {
-		t.Errorf("cookie words %08x, spec §6.2 gives 5288acea 72a0246a", w)
+		t.Errorf("cookie words %08x, want 5288acea 72a0246a (movz w10; movk w10, lsl 16)", w)
 	}
 }
 
-// TestShapeFentryOnly is spec §11's "fentry only, 3 arguments": RESTORE_REGS reloads
+// TestShapeFentryOnly is a shape derived by hand from prepare_trampoline, "fentry only,
+// 3 arguments": RESTORE_REGS reloads
 // x0..x2, no retval, variant B return into the patched function; sizing 188 bytes,
 // code 176.
 func TestShapeFentryOnly(t *testing.T) {
@@ -295,7 +297,7 @@ func TestShapeFentryOnly(t *testing.T) {
 	diffCode(t, "fentry only", im.Code, want)
 	checkSections(t, im)
 	if n, _ := (Backend{}).Size(tr); n != 188 || len(im.Code) != 176 {
-		t.Errorf("size %d, code %d; spec §11 gives 188 and 176", n, len(im.Code))
+		t.Errorf("size %d, code %d; want 188 and 176", n, len(im.Code))
 	}
 }
 
@@ -426,7 +428,8 @@ func TestRejects(t *testing.T) {
 		{"6.1 struct arg", progTarget{}, mod(k61, []btfmodel.Arg{structArg(8)}, nil), jit.ENOTSUPP},
 		{"6.1 nine args", progTarget{}, mod(k61, u64Args(9), nil), jit.ENOTSUPP},
 		{"39 links", Backend{}, mod(k612, u64Args(2), func(tr *jit.Tramp) { tr.Fentry = progs(jit.Fentry, 38, 2) }), jit.E2BIG},
-		// spec §5.11 sizing: 38 fmod_ret on 2 args is 1069 words = 4276 bytes > 4096.
+		// Sizing: 38 fmod_ret on 2 args is 1069 words = 4276 bytes > 4096 (the 6.12 corpus
+		// refuses already the 37th fmod_ret link with E2BIG).
 		{"6.12 38 fmod_ret over a page", Backend{}, mod(k612, u64Args(2), func(tr *jit.Tramp) {
 			tr.Fentry, tr.Fexit, tr.ModRet = nil, nil, progs(jit.ModRet, 38, 1)
 		}), jit.E2BIG},
@@ -452,7 +455,7 @@ func TestRejects(t *testing.T) {
 	}
 }
 
-// TestFits: 38 fentry programs on 2 args is 933 words (spec §5.11), under a page;
+// TestFits: 38 fentry programs on 2 args is 933 words by the sizing pass, under a page;
 // 6 u64 + a 16-byte struct is exactly 8 registers.
 func TestFits(t *testing.T) {
 	tr := captureTramp(capBase)
@@ -464,7 +467,7 @@ func TestFits(t *testing.T) {
 	tr.Model.Args = append(u64Args(6), structArg(16))
 	im := mustGen(t, Backend{}, tr)
 	w := words(im.Code)
-	// fexit/fmod_ret row nregs 8 of §3.2: args 24..80, retval 88, x19/x20 96/104, stack 112.
+	// fexit/fmod_ret frame for nregs 8: args 24..80, retval 88, x19/x20 96/104, stack 112.
 	if w[4] != SUBI(true, SP, SP, 112) || w[5] != MOVZ(true, X10, 8, 0) || w[7] != STR(X0, SP, 24) ||
 		w[14] != STR(X7, SP, 80) || w[15] != STR(X19, SP, 96) {
 		t.Errorf("struct frame: %08x", w[:17])
@@ -495,7 +498,8 @@ func TestHelperChoice(t *testing.T) {
 }
 
 // TestModRetFixups: each fmod_ret's cbnz x10 lands just after the ip_after_call nop,
-// on the first fexit instruction (spec §5.6); with 2 args that is 8 words after the
+// on the first fexit instruction (invoke_bpf_mod_ret's branches); with 2 args that is 8
+// words after the
 // last one (ldr x0, ldr x1, ldr x10, adr, ret, str, nop).
 func TestModRetFixups(t *testing.T) {
 	tr := captureTramp(capBase)
