@@ -499,8 +499,7 @@ func TestHelperChoice(t *testing.T) {
 
 // TestModRetFixups: each fmod_ret's cbnz x10 lands just after the ip_after_call nop,
 // on the first fexit instruction (invoke_bpf_mod_ret's branches); with 2 args that is 8
-// words after the
-// last one (ldr x0, ldr x1, ldr x10, adr, ret, str, nop).
+// words after the last one (ldr x0, ldr x1, ldr x10, adr, ret, str, nop).
 func TestModRetFixups(t *testing.T) {
 	tr := captureTramp(capBase)
 	tr.ModRet = progs(jit.ModRet, 2, 3)
