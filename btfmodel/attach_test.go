@@ -7,7 +7,8 @@ import (
 
 // attachCase is the kernel's answer for one attachment, written from the rules in
 // kernel/bpf/verifier.c (bpf_check_attach_target, check_attach_btf_id), kernel/bpf/bpf_lsm.c
-// and the arch JITs (see ../shared/reference): "ok", or the errno and the start of the message.
+// and the arch JITs (arch/*/net/bpf_jit_comp.c): "ok", or the errno and the start of the
+// message; the kernel corpus confirms them (docs/kernel-facts.md).
 type attachCase struct {
 	key, fn string
 	at      AttachType
