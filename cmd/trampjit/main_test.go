@@ -98,7 +98,8 @@ func TestModelJSONOnRejection(t *testing.T) {
 	}
 }
 
-// The expected verdicts are the kernel's rules (verifier-model.md §2, §4) in its words.
+// The expected verdicts are the kernel's rules in its words: ctx access (btf_ctx_access,
+// kernel/bpf/btf.c) and return codes (check_return_code, kernel/bpf/verifier.c).
 func TestVerifyELF(t *testing.T) {
 	code, out, errOut := trampjit("verify", "testdata/verify.bpf.o", "--btf", btf612, "--format", "json")
 	if code != 0 {
@@ -134,7 +135,8 @@ func TestVerifyELF(t *testing.T) {
 	}
 }
 
-// fmod_ret semantics (x86_64-trampoline.md §4.7): a non-zero return skips the original and
+// fmod_ret semantics (invoke_bpf_mod_ret, arch/x86/net/bpf_jit_comp.c): a non-zero return
+// skips the original and
 // becomes the return value; fexit still runs and sees it in its return slot.
 func TestRunFmodRet(t *testing.T) {
 	for _, arch := range []string{"amd64", "arm64"} {
