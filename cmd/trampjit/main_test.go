@@ -136,8 +136,8 @@ func TestVerifyELF(t *testing.T) {
 }
 
 // fmod_ret semantics (invoke_bpf_mod_ret, arch/x86/net/bpf_jit_comp.c): a non-zero return
-// skips the original and
-// becomes the return value; fexit still runs and sees it in its return slot.
+// skips the original and becomes the return value; fexit still runs and sees it in its
+// return slot.
 func TestRunFmodRet(t *testing.T) {
 	for _, arch := range []string{"amd64", "arm64"} {
 		code, out, errOut := trampjit("run", "--proto", "int f(int a, u64 b)", "--arch", arch,
