@@ -9,8 +9,8 @@ import (
 )
 
 // The oracle says what one call through a trampoline must look like, from the request
-// alone: the kernel's semantics (kernel/bpf/trampoline.c, the arch JITs, the helpers'
-// calling conventions as the specs in ../shared/reference describe them), never from a
+// alone: the kernel's semantics (kernel/bpf/trampoline.c, arch/*/net/bpf_jit_comp.c, the
+// enter/exit helpers' calling conventions), never from a
 // backend's code. It re-derives on its own what jit.Resolve and jit.EnterExit compute
 // (flags, emission order, helper choice), so that a mistake there shows up here.
 
