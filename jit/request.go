@@ -44,7 +44,7 @@ type Addrs struct {
 	Helpers map[string]Addr `json:"helpers,omitempty"`
 }
 
-// Request is a `trampjit gen` request (../shared/reference/gen-request.md): one image, fully
+// Request is a `trampjit gen` request (docs/request-format.md): one image, fully
 // determined. It is also the unit of the kernel corpus.
 type Request struct {
 	Arch     btfmodel.Arch   `json:"arch"`
