@@ -161,7 +161,7 @@ type mapElemAttr struct {
 }
 
 // createMap creates a map from its spec, writes its data (key 0) and freezes it if asked.
-// Raw syscalls, so that nothing is done to a map that the spec does not say (cilium/ebpf
+// Raw syscalls, so that nothing is done to a map that its wire.VerifyMap does not say (cilium/ebpf
 // freezes maps named .rodata as it creates them, for one).
 func createMap(ms wire.VerifyMap) (int, error) {
 	attr := mapCreateAttr{MapType: wire.MapTypes[ms.Type], KeySize: ms.KeySize, ValueSize: ms.ValueSize,
