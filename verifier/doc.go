@@ -2,8 +2,9 @@
 // fexit, fmod_ret, LSM) on the Linux 6.1 and 6.12 profiles: attach checks (reusing
 // btfmodel.CheckAttach), ctx access (btf_ctx_access), PTR_TO_BTF_ID walks
 // (btf_struct_walk), register and stack tracking, the helpers such programs call, and
-// return codes. The rules follow ../shared/reference/verifier-model.md; open points are in
-// KNOWN_GAPS.md.
+// return codes. The rules follow kernel/bpf/verifier.c (bpf_check_attach_target,
+// check_mem_access, check_helper_call, check_return_code) and kernel/bpf/btf.c
+// (btf_ctx_access, btf_struct_walk) of each profile; what is not modelled is in KNOWN_GAPS.md.
 //
 // Check(prog, env) returns the verdict, the kernel's last error line, a kernel-style log
 // (instruction lines as print_bpf_insn prints them, state dumps as print_verifier_state,
