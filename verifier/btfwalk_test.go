@@ -44,7 +44,7 @@ func memberOff(t testing.TB, key, strct, path string) int16 {
 	return int16(off)
 }
 
-// PTR_TO_BTF_ID dereferences through kernel BTF (reference §3).
+// PTR_TO_BTF_ID dereferences through kernel BTF (check_ptr_to_btf_access, btf_struct_walk).
 func TestBTFWalk(t *testing.T) {
 	const (
 		R0, R1, R2, R3, R4 = asm.R0, asm.R1, asm.R2, asm.R3, asm.R4
