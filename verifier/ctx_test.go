@@ -6,14 +6,14 @@ import (
 	"github.com/cilium/ebpf/asm"
 )
 
-// ctx access (reference §2): btf_ctx_access for TRACING and LSM, per profile.
+// ctx access: btf_ctx_access (kernel/bpf/btf.c) for TRACING and LSM, per profile.
 func TestCtxAccess(t *testing.T) {
 	const (
 		R0, R1, R2, R3 = asm.R0, asm.R1, asm.R2, asm.R3
 		DW, W, H, B    = asm.DWord, asm.Word, asm.Half, asm.Byte
 	)
 	cases := []vcase{
-		// Slot mapping: a 16-byte struct by value takes two slots, both arg0 (§2.2).
+		// Slot mapping: a 16-byte struct by value takes two slots, both arg0 (btf_ctx_arg_idx).
 		{name: "struct-arg-slot0", sec: "fentry/__audit_tk_injoffset", prog: fixed(ret0(ldx(R2, R1, 0, DW))...), want: "ok",
 			loads: []string{"r2 = ctx[0] (struct timespec64, slot 1 of 2) -> SCALAR"}},
 		{name: "struct-arg-slot1", sec: "fentry/__audit_tk_injoffset", prog: fixed(ret0(ldx(R2, R1, 8, DW))...), want: "ok",
@@ -51,13 +51,15 @@ func TestCtxAccess(t *testing.T) {
 			want: "negative offset ctx ptr R1 off=-8 disallowed"},
 		{name: "ctx-atomic", sec: "fentry/bpf_fentry_test1", prog: fixed(ret0(movi(R2, 1), asm.StoreXAdd(R1, R2, DW))...),
 			want: "BPF_ATOMIC stores into R1 ctx is not allowed"},
-		// fmod_ret reading a pointer return slot (§2.3); sock_alloc made modifiable by the list.
+		// fmod_ret reading a pointer return slot (arg == nr_args); sock_alloc made modifiable
+		// by the list.
 		{name: "fmod-ret-ptr-return", sec: "fmod_ret/sock_alloc", errInj: map[string][]string{"6.1": {"sock_alloc"}, "6.12": {"sock_alloc"}},
 			prog: fixed(ret0(ldx(R2, R1, 0, DW))...),
 			want: "invalid bpf_context access off=0 size=8", logHas: []string{"ret type PTR not allowed for fmod_ret"}},
 		{name: "fmod-ret-int-return", sec: "fmod_ret/security_file_open", prog: fixed(ret0(ldx(R2, R1, 8, DW))...), want: "ok",
 			loads: []string{"r2 = ctx[1] (return value, int) -> SCALAR"}},
-		// LSM: btf_ctx_access directly, no 96-byte/sign/write/off%size pre-checks (§2.1, §10).
+		// LSM: btf_ctx_access directly, no 96-byte/sign/write/off%size pre-checks (those are
+		// tracing_prog_is_valid_access's; LSM programs skip it).
 		{name: "lsm-arg", sec: "lsm/socket_post_create", prog: fixed(ret0(ldx(R2, R1, 8, W))...), want: "ok",
 			loads: []string{"r2 = ctx[1] (int) -> SCALAR"}},
 		{name: "lsm-negative-off", sec: "lsm/file_open", prog: fixed(ret0(ldx(R2, R1, -8, DW))...),
@@ -66,10 +68,10 @@ func TestCtxAccess(t *testing.T) {
 			want: "invalid bpf_context access off=-4 size=4", logHas: []string{"func 'bpf_lsm_file_open' offset -4 is not multiple of 8"}},
 		{name: "lsm-off-96", sec: "lsm/file_open", prog: fixed(ret0(ldx(R2, R1, 96, DW))...),
 			want: "invalid bpf_context access off=96 size=8", logHas: []string{"func 'bpf_lsm_file_open' doesn't have 3-th argument"}},
-		{name: "lsm-ctx-write", sec: "lsm/file_open", prog: fixed(ret0(movi(R2, 0), stx(R1, 8, R2, DW))...), want: "ok"}, // §10.1 [inferred]
+		{name: "lsm-ctx-write", sec: "lsm/file_open", prog: fixed(ret0(movi(R2, 0), stx(R1, 8, R2, DW))...), want: "ok"}, // inferred: nothing in btf_ctx_access refuses it
 		{name: "lsm-void-hook-no-ret-slot", sec: "lsm/task_free", prog: fixed(ldx(R2, R1, 8, DW), exit()),
 			want: "invalid bpf_context access off=8 size=8", logHas: []string{"func 'bpf_lsm_task_free' doesn't have 3-th argument"}},
-		// LSM argument trust (§2.5): trusted on 6.12 except untrusted_lsm_hooks; never on 6.1.
+		// LSM argument trust: trusted on 6.12 except untrusted_lsm_hooks; never on 6.1.
 		{name: "lsm-untrusted-hook", sec: "lsm/file_alloc_security", prog: fixed(ret0(ldx(R2, R1, 0, DW))...), want: "ok",
 			logHas61: []string{"R2_w=ptr_file(off=0,imm=0)"}, logHas612: []string{"R2_w=ptr_file()"}},
 		{name: "lsm-trusted-hook", sec: "lsm/bprm_check_security", prog: fixed(ret0(ldx(R2, R1, 0, DW))...), want: "ok",
