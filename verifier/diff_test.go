@@ -7,10 +7,12 @@ import (
 	"github.com/trampjit/trampjit/btfmodel"
 )
 
-// The differential cases of the reference's §8, numbered as there. Expected verdicts and
-// messages are the reference's quotes of the kernel.
+// Differential cases, numbered as when they were written from kernel/bpf/verifier.c and
+// kernel/bpf/btf.c. Expected verdicts and messages are the kernel's own verbose() strings,
+// written from its source, never from running the model.
 func TestDifferentialCases(t *testing.T) {
-	// The error-injection lists §8 assumes: 6.1 marks the test_run.c targets
+	// The error-injection lists these cases assume (a kernel built with
+	// CONFIG_FUNCTION_ERROR_INJECTION, unlike Debian's): 6.1 marks the test_run.c targets
 	// ALLOW_ERROR_INJECTION, 6.12 moved them to the fmod_ret id set; syscall wrappers are
 	// error-injectable on both.
 	inj := map[string][]string{
