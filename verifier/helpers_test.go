@@ -6,7 +6,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 )
 
-// Helper calls (reference §5.3): availability per profile, argument rules, results.
+// Helper calls (check_helper_call, each helper's bpf_func_proto): availability per profile,
+// argument rules, results.
 func TestHelpers(t *testing.T) {
 	const (
 		R0, R1, R2, R3, R4, R6, R10 = asm.R0, asm.R1, asm.R2, asm.R3, asm.R4, asm.R6, asm.R10
