@@ -6,7 +6,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 )
 
-// Exploration limits (reference §5.4): BPF_COMPLEXITY_LIMIT_INSNS.
+// Exploration limits (do_check, kernel/bpf/verifier.c): BPF_COMPLEXITY_LIMIT_INSNS.
 func TestComplexityLimit(t *testing.T) {
 	const R0, R6 = asm.R0, asm.R6
 	cases := []vcase{
