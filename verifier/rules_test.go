@@ -6,7 +6,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 )
 
-// Register, stack, pointer-arithmetic, CFG and exploration rules (reference §3.6, §5).
+// Register, stack, pointer-arithmetic, CFG and exploration rules (kernel/bpf/verifier.c:
+// adjust_ptr_min_max_vals, check_stack_access, check_cfg, do_check).
 func TestInterpreterRules(t *testing.T) {
 	const (
 		R0, R1, R2, R3, R4, R6, R10 = asm.R0, asm.R1, asm.R2, asm.R3, asm.R4, asm.R6, asm.R10
@@ -104,7 +105,7 @@ func TestInterpreterRules(t *testing.T) {
 	runCases(t, cases)
 }
 
-// Return codes (reference §4) per attach type and profile.
+// Return codes (check_return_code) per attach type and profile.
 func TestReturnCodes(t *testing.T) {
 	const (
 		R0, R1, R2, R10 = asm.R0, asm.R1, asm.R2, asm.R10
