@@ -94,7 +94,7 @@ func ret0(insns ...asm.Instruction) asm.Instructions {
 }
 
 // vcase is one table row: a program, and the kernel's answer per profile, written from
-// the reference (../shared/reference/verifier-model.md), never from running the model.
+// the kernel's source (kernel/bpf/verifier.c, kernel/bpf/btf.c), never from running the model.
 type vcase struct {
 	name      string
 	on        []string // profiles; nil = all
@@ -114,7 +114,7 @@ type vcase struct {
 	logHas612 []string
 	loads     []string // substrings that must appear in Result.Loads (accepted programs)
 	// errInj is the error-injection list per kernel ("6.1", "6.12"); Debian's kernels have
-	// none (nil), the reference's §8 assumes one.
+	// none (nil), the differential cases assume one.
 	errInj map[string][]string
 }
 
