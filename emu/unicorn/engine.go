@@ -57,12 +57,15 @@ type Engine struct {
 	panic   *PanicError
 }
 
-// Version returns the Unicorn library version, e.g. "2.0".
+// Version returns the version of the libunicorn the process runs on (not
+// the headers it was built with), e.g. "2.0.1" or "2.1.4".
 func Version() string {
-	var major, minor C.uint
-	C.uc_version(&major, &minor)
-	return fmt.Sprintf("%d.%d", major, minor)
+	v := uint32(C.tj_version())
+	return fmt.Sprintf("%d.%d.%d", v>>24, v>>16&0xff, v>>8&0xff)
 }
+
+// tlbChoice reports whether the library has UC_CTL_TLB_TYPE (2.1 and later).
+func tlbChoice() bool { return uint32(C.tj_version())>>16 >= 0x0201 }
 
 // CPU models for OpenModel (the defaults are marked).
 const (
@@ -115,6 +118,14 @@ func OpenModel(arch Arch, model int) (*Engine, error) {
 		if err := check("ctl_set_cpu_model", C.tj_set_cpu_model(e.uc, C.int(model))); err != nil {
 			e.Close()
 			err.(*Error).Msg = fmt.Sprintf("model %d", model)
+			return nil, err
+		}
+	}
+	// After the model (this initialises the engine): 2.1's default TLB cuts
+	// x86_64 addresses to 52 bits; see tj_set_tlb_virtual.
+	if tlbChoice() {
+		if err := check("ctl_set_tlb_mode", C.tj_set_tlb_virtual(e.uc)); err != nil {
+			e.Close()
 			return nil, err
 		}
 	}

@@ -149,6 +149,30 @@ uc_err tj_set_cpu_model(uc_engine *uc, int model)
 	return uc_ctl_set_cpu_model(uc, model);
 }
 
+// Unicorn 2.1 added a choice of TLB (UC_CTL_TLB_TYPE, control number 12).
+// Its default, UC_TLB_CPU, runs x86_64 addresses through the CPU's
+// physical address width (52 bits), so a fetch at 0xffffffff81200000 goes
+// to 0xfffff81200000 and faults; UC_TLB_VIRTUAL maps virtual == physical
+// over all 64 bits, as every 2.0 release did. The number is spelled out so
+// that a 2.0 header can still drive a 2.1 library; the caller checks the
+// library's version first (2.0 rejects unknown controls anyway).
+#define TJ_CTL_TLB_TYPE 12
+#define TJ_TLB_VIRTUAL 1
+#if UC_API_MAJOR > 2 || (UC_API_MAJOR == 2 && UC_API_MINOR >= 1)
+_Static_assert(UC_CTL_TLB_TYPE == TJ_CTL_TLB_TYPE, "UC_CTL_TLB_TYPE moved");
+_Static_assert(UC_TLB_VIRTUAL == TJ_TLB_VIRTUAL, "UC_TLB_VIRTUAL moved");
+#endif
+
+uc_err tj_set_tlb_virtual(uc_engine *uc)
+{
+	return uc_ctl(uc, UC_CTL_WRITE(TJ_CTL_TLB_TYPE, 1), TJ_TLB_VIRTUAL);
+}
+
+unsigned int tj_version(void)
+{
+	return uc_version(NULL, NULL);
+}
+
 // Hooks that act at translation time (code, block, valid memory accesses)
 // do not reach blocks Unicorn 2.0 has already translated, and uc_mem_write
 // leaves translations of overwritten code in place. tb_flush fixes both but

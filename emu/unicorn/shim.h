@@ -54,6 +54,9 @@ uc_err tj_context_reg_read(uc_context *ctx, int reg, uint64_t *val);
 uc_err tj_context_reg_write(uc_context *ctx, int reg, uint64_t val);
 
 uc_err tj_set_cpu_model(uc_engine *uc, int model);
+uc_err tj_set_tlb_virtual(uc_engine *uc);
+// tj_version is uc_version's packed major<<24 | minor<<16 | patch<<8 | extra.
+unsigned int tj_version(void);
 uc_err tj_tb_flush(uc_engine *uc);
 uc_err tj_tb_remove(uc_engine *uc, uint64_t addr, uint64_t end);
 uc_err tj_mem_write(uc_engine *uc, uint64_t addr, const void *p, size_t n);
