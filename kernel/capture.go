@@ -1,18 +1,14 @@
 package kernel
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
-
-	"github.com/ulikunitz/xz"
 
 	"github.com/trampjit/trampjit/kernel/vm"
 	"github.com/trampjit/trampjit/kernel/wire"
@@ -26,7 +22,7 @@ type CaptureOptions struct {
 	Kernel   string        // profile: "6.1" or "6.12"
 	Arch     string        // "amd64" or "arm64"
 	Cases    []Case        // what to capture
-	OutDir   string        // if set: cases.jsonl, info.json, kernel.json, boots.json (and vmlinux.btf.xz)
+	OutDir   string        // if set: cases.jsonl, info.json, kernel.json, boots.json (and vmlinux.btf.xz), replaced whole
 	WorkDir  string        // agent, initramfs and console logs; default a temporary directory, removed
 	Jobs     int           // guests run in parallel (default 1; keep <= 2 on small hosts)
 	Timeout  time.Duration // per guest boot (default 90 s plus 5 s per case)
@@ -63,6 +59,10 @@ func Fetch(ctx context.Context, kernel, arch string, progress io.Writer) (*vm.Ke
 // guest that crashes or hangs fails the case it was on (with the reason) and the rest are
 // retried in a fresh guest. The error is for setup failures only (fetch, agent build, qemu
 // missing, a kernel that does not boot); it is a *vm.RunError for the guest ones.
+//
+// OutDir is checked before anything boots and replaced only when every case is in (see
+// commitDir). When ctx ends first, the guests are stopped, OutDir is left as it was, the
+// cases that completed go to OutDir.partial (see interrupted), and the error wraps ctx.Err().
 func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 	progress := o.Progress
 	if progress == nil {
@@ -77,6 +77,11 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 	}
 	if err := validateCases(o.Cases); err != nil {
 		return nil, err
+	}
+	if o.OutDir != "" {
+		if err := CheckOutDir(o.OutDir); err != nil {
+			return nil, err
+		}
 	}
 	k, agent, work, cleanup, err := guestSetup(ctx, o.Kernel, o.Arch, o.WorkDir, progress)
 	if err != nil {
@@ -122,6 +127,9 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 		_, rep.Info, rep.Boots, fatal = r.run(ctx, nil)
 		rep.BTF = r.btf
 	}
+	if ctx.Err() != nil {
+		return rep, interrupted(ctx, o, rep, results)
+	}
 	if fatal != nil {
 		return rep, fatal
 	}
@@ -129,7 +137,15 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 		rep.Cases = append(rep.Cases, toCorpus(k, rep.Info, c, results[c.ID], o.BTF))
 	}
 	if o.OutDir != "" {
-		if err := writeOutputs(o.OutDir, rep); err != nil {
+		files, err := corpusFiles(rep)
+		if err != nil {
+			return rep, err
+		}
+		if err := commitDir(ctx, o.OutDir, files, true); err != nil {
+			if ctx.Err() != nil {
+				rep.Cases = nil
+				return rep, interrupted(ctx, o, rep, results)
+			}
 			return rep, err
 		}
 	}
@@ -192,6 +208,10 @@ func (r *runner) run(ctx context.Context, cases []Case) (map[string]wire.Capture
 					}
 				}
 			}
+		}
+		if ctx.Err() != nil { // stopped, not failed: blame no case
+			stats = append(stats, st)
+			return results, info, stats, fmt.Errorf("%s-%s: guest stopped: %w", r.k.Kernel, r.k.Arch, ctx.Err())
 		}
 		var next []Case
 		for _, c := range pending {
@@ -294,67 +314,6 @@ func split(cases []Case, n int) [][]Case {
 		cases = cases[k:]
 	}
 	return out
-}
-
-func writeOutputs(dir string, rep *CaptureReport) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	var cases bytes.Buffer
-	for _, c := range rep.Cases {
-		b, err := json.Marshal(c)
-		if err != nil {
-			return fmt.Errorf("case %s: %w", c.ID, err)
-		}
-		cases.Write(append(b, '\n'))
-	}
-	if err := writeAtomic(filepath.Join(dir, "cases.jsonl"), cases.Bytes()); err != nil {
-		return err
-	}
-	if rep.BTF != nil {
-		if err := writeXZ(filepath.Join(dir, "vmlinux.btf.xz"), rep.BTF); err != nil {
-			return err
-		}
-	}
-	// The committed record says which package was booted, not where this machine cached it.
-	var k *vm.KernelImage
-	if rep.Kernel != nil {
-		kk := *rep.Kernel
-		kk.Path, kk.Config, kk.Deb = "", "", ""
-		k = &kk
-	}
-	for name, v := range map[string]any{"info.json": rep.Info, "kernel.json": k, "boots.json": rep.Boots} {
-		b, _ := json.MarshalIndent(v, "", "  ")
-		if err := writeAtomic(filepath.Join(dir, name), append(b, '\n')); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeAtomic writes a file whole or not at all: a temporary file renamed into place.
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-func writeXZ(path string, data []byte) error {
-	var buf bytes.Buffer
-	w, err := xz.NewWriter(&buf)
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	return writeAtomic(path, buf.Bytes())
 }
 
 // syncWriter serialises progress lines from parallel guests.

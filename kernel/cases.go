@@ -6,20 +6,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/trampjit/trampjit/jit"
 )
 
 // ReadCases reads capture cases from a file: a JSON array of cases, or one case per line
-// (JSON lines; blank lines and lines starting with # or // are skipped).
+// (JSON lines; blank lines and lines starting with # or // are skipped). The file may hold
+// MaxCasesFileSize bytes and MaxCases cases.
 func ReadCases(path string) ([]Case, error) {
-	f, err := os.Open(path)
+	data, err := ReadFileLimit(path, "cases file", MaxCasesFileSize)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	cs, err := ParseCases(f)
+	cs, err := parseCases(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -28,10 +27,17 @@ func ReadCases(path string) ([]Case, error) {
 
 // ParseCases is ReadCases on a reader.
 func ParseCases(r io.Reader) ([]Case, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, MaxCasesFileSize+1))
 	if err != nil {
 		return nil, err
 	}
+	if len(data) > MaxCasesFileSize {
+		return nil, fmt.Errorf("larger than the %s limit of a cases file", sizeString(MaxCasesFileSize))
+	}
+	return parseCases(data)
+}
+
+func parseCases(data []byte) ([]Case, error) {
 	var cases []Case
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
 		dec := json.NewDecoder(bytes.NewReader(t))
@@ -54,12 +60,21 @@ func ParseCases(r io.Reader) ([]Case, error) {
 				return nil, fmt.Errorf("line %d: %w", n, err)
 			}
 			cases = append(cases, c)
+			if len(cases) > MaxCases {
+				return nil, fmt.Errorf("line %d: more than %d cases", n, MaxCases)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, err
 		}
 	}
 	return cases, validateCases(cases)
 }
 
 func validateCases(cases []Case) error {
+	if len(cases) > MaxCases {
+		return fmt.Errorf("%d cases: at most %d", len(cases), MaxCases)
+	}
 	seen := map[string]bool{}
 	for i, c := range cases {
 		if c.ID == "" || seen[c.ID] {
@@ -71,6 +86,9 @@ func validateCases(cases []Case) error {
 		}
 		if c.Target != "" && c.Target != "bpf" {
 			return fmt.Errorf("case %s: target %q (want \"\" for a kernel function, or \"bpf\")", c.ID, c.Target)
+		}
+		if len(c.Progs) > MaxCaseProgs {
+			return fmt.Errorf("case %s: %d programs: at most %d (the kernel refuses more than BPF_MAX_TRAMP_LINKS = 38 with -E2BIG)", c.ID, len(c.Progs), MaxCaseProgs)
 		}
 		for j, p := range c.Progs {
 			switch p.Kind {

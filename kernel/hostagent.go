@@ -49,7 +49,14 @@ func runHostAgent(ctx context.Context, req wire.Request, progress io.Writer, onF
 	cmd := exec.CommandContext(ctx, agent, "-request", reqPath)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
+	release, runErr := vm.StartTied(cmd) // the agent holds BPF links: it must not outlive us
+	if runErr == nil {
+		runErr = cmd.Wait()
+		release()
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("host agent stopped: %w", err)
+	}
 
 	var fatal string
 	sc := bufio.NewScanner(&stdout)

@@ -52,10 +52,8 @@ func Verify(ctx context.Context, o VerifyOptions) ([]VerifyResult, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	for i := range o.Programs {
-		if err := o.Programs[i].Validate(); err != nil {
-			return nil, fmt.Errorf("program %d: %w", i, err)
-		}
+	if err := checkPrograms(o.Programs); err != nil {
+		return nil, err
 	}
 	if len(o.Programs) == 0 {
 		return nil, nil
@@ -143,6 +141,23 @@ func Verify(ctx context.Context, o VerifyOptions) ([]VerifyResult, error) {
 		out[i] = *r
 	}
 	return out, nil
+}
+
+// checkPrograms validates programs before any boot, within MaxVerifyPrograms programs of
+// MaxProgramInsns instructions each.
+func checkPrograms(progs []wire.VerifyProgram) error {
+	if len(progs) > MaxVerifyPrograms {
+		return fmt.Errorf("%d programs: at most %d in one run", len(progs), MaxVerifyPrograms)
+	}
+	for i := range progs {
+		if n := progs[i].Insns.Len(); n > MaxProgramInsns {
+			return fmt.Errorf("program %d (%s): %d instructions: the kernel loads at most %d (BPF_COMPLEXITY_LIMIT_INSNS), -E2BIG", i, progs[i].Name, n, MaxProgramInsns)
+		}
+		if err := progs[i].Validate(); err != nil {
+			return fmt.Errorf("program %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // maxVerifyBoots bounds the guests one Verify boots when programs keep killing them.

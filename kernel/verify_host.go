@@ -19,10 +19,8 @@ func VerifyHost(ctx context.Context, o VerifyOptions) ([]VerifyResult, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	for i := range o.Programs {
-		if err := o.Programs[i].Validate(); err != nil {
-			return nil, fmt.Errorf("program %d: %w", i, err)
-		}
+	if err := checkPrograms(o.Programs); err != nil {
+		return nil, err
 	}
 	req := wire.Request{Kernel: "host", Arch: runtime.GOARCH, Verify: &wire.VerifyRequest{LogLevel: o.LogLevel, LogLimit: o.LogLimit, Programs: o.Programs}}
 	if o.Timeout > 0 {

@@ -86,8 +86,11 @@ func QemuCommand(arch, kernel, initrd string, appendArgs []string) (string, []st
 }
 
 // Run boots the guest and collects its frames until the agent's "done" frame, qemu's exit,
-// or the timeout, whichever comes first. qemu never outlives Run.
+// or the timeout, whichever comes first. qemu never outlives Run, nor trampjit (StartTied).
+// When ctx ends first (an interrupt, not the timeout) the error wraps ctx.Err() and is no
+// RunError: the guest did not fail, it was stopped.
 func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
+	parent := ctx
 	bin, args, err := QemuCommand(o.Kernel.Arch, o.Kernel.Path, o.Initrd, o.Append)
 	if err != nil {
 		return nil, err
@@ -114,9 +117,11 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
+	release, err := StartTied(cmd)
+	if err != nil {
 		return nil, &RunError{Reason: ReasonQemuFailed, Detail: err.Error()}
 	}
+	defer release()
 	tag := o.Kernel.Kernel + "-" + o.Kernel.Arch
 	res := &RunResult{}
 	tail := newTail(40)
@@ -175,6 +180,8 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	res.Duration = time.Since(t0)
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded) && !done
 	switch {
+	case parent.Err() != nil && !done:
+		return res, fmt.Errorf("%s: guest stopped: %w", tag, parent.Err())
 	case done && damaged == "":
 		return res, nil
 	case damaged != "":
