@@ -102,7 +102,7 @@ func (r *requestFlags) build(fs *flag.FlagSet) (*jit.Request, error) {
 	return req, nil
 }
 
-// genJSON is `trampjit gen --format json` (gen-request.md).
+// genJSON is `trampjit gen --format json` (docs/request-format.md, "Output").
 type genJSON struct {
 	Arch     string        `json:"arch"`
 	Kernel   string        `json:"kernel"`
