@@ -45,7 +45,7 @@ func TestCookies(t *testing.T) {
 	}
 }
 
-// Flags per attachment, from bpf_trampoline_update (the table in x86_64-trampoline.md §3.1).
+// Flags per attachment, from bpf_trampoline_update (kernel/bpf/trampoline.c).
 func TestDeriveFlags(t *testing.T) {
 	for _, c := range []struct {
 		progs []Prog
