@@ -89,7 +89,8 @@ func NativeCost(req *jit.Request, calls, reps int) (*Cost, error) {
 		{Regs: regs, SP: sp0, Entry: callerBase, Patches: []native.Patch{{Addr: l.image, Data: img.Code}}},
 	}
 	plan.Reps, plan.Pin = reps, true
-	plan.Timeout = 10*time.Second + time.Duration(reps*calls)*3*time.Microsecond
+	plan.Tick = time.Second // a phase's calls take ~100 ns each
+	plan.Deadline = 10*time.Second + time.Duration(reps*calls)*3*time.Microsecond
 	res, err := native.Exec(plan)
 	if err != nil {
 		return nil, err

@@ -2,7 +2,9 @@ package emu
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/trampjit/trampjit/btfmodel"
@@ -127,11 +129,40 @@ func (l *Loaded) canaryRegs(n int) [6]uint64 {
 	return r
 }
 
-// nativeTimeout bounds a run natively, where no instruction is counted: a quarter second,
-// plus a nanosecond per instruction of the budget per call (a correct call of a
-// 38-program trampoline takes a few microseconds).
-func nativeTimeout(n int, budget uint64) time.Duration {
-	return 250*time.Millisecond + time.Duration(uint64(n)*budget)
+// nativeTick is the per-call budget natively, where no instruction is counted: a quarter
+// second plus a nanosecond per instruction of Options.Budget (a correct call of a
+// 38-program trampoline takes a few microseconds), whatever the count: the child's
+// watchdog ends a run in which no call has returned for a whole tick.
+func nativeTick(budget uint64) time.Duration {
+	return 250*time.Millisecond + time.Duration(budget)
+}
+
+// nativeDeadline bounds the whole child: the parent kills it then (a backstop for an
+// image that defeats the watchdog, e.g. by changing the loop counter). 20 µs per call is
+// several times what the largest trampoline needs.
+func nativeDeadline(n int, tick time.Duration) time.Duration {
+	return 2*tick + time.Second + time.Duration(n)*20*time.Microsecond
+}
+
+// ErrUntrustedNative is RunImage's refusal of the native engine without
+// Options.UntrustedNative.
+var ErrUntrustedNative = errors.New("emu: refusing to run an image trampjit did not generate on this CPU without " +
+	"Options.UntrustedNative (trampjit run --untrusted-native): it would run, confined (no descriptors, seccomp: no system calls), but natively")
+
+// checkUntrusted refuses to run bytes trampjit did not generate natively unless
+// opts.UntrustedNative says so: even confined, they run on this CPU. What the native
+// engine cannot run at all (kernel addresses, arm64) is said first.
+func checkUntrusted(req *jit.Request, opts Options) error {
+	if opts.Engine != EngineNative {
+		return nil
+	}
+	if err := checkNative(req); err != nil {
+		return err
+	}
+	if !opts.UntrustedNative {
+		return ErrUntrustedNative
+	}
+	return nil
 }
 
 // runNative runs code natively n = opts.Count times, checked in the generated code.
@@ -149,7 +180,8 @@ func runNative(req *jit.Request, m *btfmodel.FuncModel, code []byte, opts Option
 	}
 	plan := nativePlan(l, pr)
 	plan.Phases = []native.Phase{{Regs: l.canaryRegs(n), SP: sp0, Entry: callerBase}}
-	plan.Timeout = nativeTimeout(n, l.opts.Budget)
+	plan.Tick = nativeTick(l.opts.Budget)
+	plan.Deadline = nativeDeadline(n, plan.Tick)
 	res, err := native.Exec(plan)
 	if err != nil {
 		return nil, err
@@ -159,7 +191,7 @@ func runNative(req *jit.Request, m *btfmodel.FuncModel, code []byte, opts Option
 		l.firstR, l.haveR, l.hits, l.count = l.exp.ret, true, uint64(n), n
 		r := l.report(uc.Exit{}, nil)
 		r.Engine = EngineNative
-		setCheck(r, CheckBudget, fmt.Sprintf("returned within %v (native: a timeout, no instruction count)", plan.Timeout))
+		setCheck(r, CheckBudget, fmt.Sprintf("every call returned within %v (native: a timeout, no instruction count)", plan.Tick))
 		if ns := res.Nanos[0][0]; ns > 0 {
 			r.HitsPerSec = float64(n) / (float64(ns) / 1e9)
 		}
@@ -181,15 +213,34 @@ func runNative(req *jit.Request, m *btfmodel.FuncModel, code []byte, opts Option
 	}
 	r.Engine = EngineNative
 	if res.Status != native.StatusSentinel {
-		// Say what the CPU did, beside what the emulator's replay found.
-		for i := range r.Checks {
-			if c := &r.Checks[i]; c.Name == CheckRun {
-				c.OK = false
-				c.Detail = joinDetail(c.Detail, "natively, call "+fmt.Sprint(k)+" "+what)
-			}
-		}
+		nativeRunCheck(r, fmt.Sprintf("natively, call %d %s", k, what))
 	}
 	return r, nil
+}
+
+// nativeRunCheck makes r's run check one failure saying what the CPU did, then what the
+// emulator's replay found wrong with the run, if anything (a replay that passed says
+// nothing more).
+func nativeRunCheck(r *Report, cpu string) {
+	var checks []Check
+	at := -1
+	for _, c := range r.Checks {
+		if c.Name != CheckRun {
+			checks = append(checks, c)
+			continue
+		}
+		if at < 0 {
+			at = len(checks)
+			checks = append(checks, Check{Name: CheckRun, Detail: cpu})
+		}
+		if !c.OK && !strings.Contains(c.Detail, "but its traced replay passed") {
+			checks[at].Detail = joinDetail(checks[at].Detail, c.Detail)
+		}
+	}
+	if at < 0 {
+		checks = append(checks, Check{Name: CheckRun, Detail: cpu})
+	}
+	r.Checks, r.OK = checks, false
 }
 
 // nativeFailure says how a native run failed.
@@ -198,7 +249,17 @@ func nativeFailure(l *Loaded, res *native.Result) string {
 	case native.StatusSignal:
 		return fmt.Sprintf("ended by %v (code %d, address %#x) at %s", res.Signal, res.Code, res.Addr, l.where(res.PC))
 	case native.StatusTimeout:
+		if res.Deadline {
+			return "did not return (timeout: the child was killed at its deadline)"
+		}
 		return fmt.Sprintf("did not return (timeout, pc %s)", l.where(res.PC))
+	case native.StatusSyscall:
+		if res.Syscall < 0 {
+			return "made a system call of another ABI (int 0x80 or x32): refused, the child was killed"
+		}
+		return fmt.Sprintf("made a system call (nr %d, %s): refused (at %s)", res.Syscall, native.SyscallName(res.Syscall), l.where(res.PC))
+	case native.StatusKilled:
+		return fmt.Sprintf("killed the child (%v) without a result: the image broke the harness", res.Signal)
 	case native.StatusSentinel:
 		if res.Sentinel == l.done {
 			return "changed the caller's frame"

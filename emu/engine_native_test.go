@@ -48,6 +48,7 @@ func both(t *testing.T, r *jit.Request, code []byte, o emu.Options) (u, n *emu.R
 	t.Helper()
 	run := func(engine string) *emu.Report {
 		o.Engine = engine
+		o.UntrustedNative = code != nil // mutants and hand-made images are not trampjit's
 		var rep *emu.Report
 		var err error
 		if code == nil {
@@ -200,7 +201,7 @@ func TestNativeContained(t *testing.T) {
 		{[]byte{0x0f, 0x0b}, "illegal instruction"},
 		{[]byte{0x55, 0xeb, 0xfe}, "did not return (timeout, pc image+0x1)"},
 	} {
-		rep, err := emu.RunImage(r, c.code, emu.Options{Engine: emu.EngineNative, Budget: 1000})
+		rep, err := emu.RunImage(r, c.code, emu.Options{Engine: emu.EngineNative, Budget: 1000, UntrustedNative: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,9 +215,21 @@ func TestNativeContained(t *testing.T) {
 	}
 }
 
-// TestNativeRefuses: kernel addresses and arm64 images are not run natively.
+// TestNativeRefuses: kernel addresses, arm64 images, and bytes trampjit did not generate
+// without Options.UntrustedNative are not run natively.
 func TestNativeRefuses(t *testing.T) {
 	needNative(t)
+	u := atNative(req(btfmodel.AMD64, btfmodel.Kernel612, "", "int f(int a)", jit.Prog{Kind: jit.Fentry}))
+	img, _, err := emu.Generate(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := emu.RunImage(u, img.Code, emu.Options{Engine: emu.EngineNative}); err == nil || !strings.Contains(err.Error(), "UntrustedNative") {
+		t.Errorf("foreign bytes without UntrustedNative: %v", err)
+	}
+	if rep, err := emu.RunImage(u, img.Code, emu.Options{Engine: emu.EngineNative, UntrustedNative: true}); err != nil || !rep.OK {
+		t.Errorf("with UntrustedNative: %v %v", err, rep)
+	}
 	r := req(btfmodel.AMD64, btfmodel.Kernel612, "", "int f(int a)", jit.Prog{Kind: jit.Fentry})
 	r.Addrs = emu.Addrs(r)
 	if _, err := emu.Run(r, emu.Options{Engine: emu.EngineNative}); err == nil || !strings.Contains(err.Error(), "user-space addresses") {

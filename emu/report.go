@@ -27,6 +27,9 @@ type Options struct {
 	// Engine is "unicorn" (or empty) or "native" (x86_64 hosts: the image runs on the
 	// CPU in a forked child, checked by the same code; engine_native.go).
 	Engine string
+	// UntrustedNative lets RunImage run bytes trampjit did not generate natively: on this
+	// CPU, in a confined child (no descriptors, seccomp, rlimits; emu/native's doc).
+	UntrustedNative bool
 	// TargetRet makes the original return this value instead of its hash of the
 	// arguments, to reproduce a recorded call of a real kernel function.
 	TargetRet *uint64

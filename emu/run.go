@@ -68,6 +68,9 @@ func Run(req *jit.Request, opts Options) (*Report, error) {
 // RunImage calls the given image bytes, for example a kernel's own capture (a corpus
 // case's image with its request, which carries the kernel's addresses).
 func RunImage(req *jit.Request, code []byte, opts Options) (*Report, error) {
+	if err := checkUntrusted(req, opts); err != nil {
+		return nil, err
+	}
 	m, err := req.Model()
 	if err != nil {
 		return nil, err

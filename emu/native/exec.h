@@ -18,13 +18,14 @@ struct nx_plan {
 	int nregions;
 	struct nx_phase phases[NX_MAX_PHASES];
 	int nphases, reps;
-	uint64_t timeout_ms;
+	uint64_t tick_ms;     // the watchdog's period: the per-call budget
+	uint64_t deadline_ms; // the whole child: then the parent kills its process group
 	uint64_t rb_addr, rb_len; // memory copied back after the run
 	int pin;                  // pin the child to the CPU it starts on
 };
 
 // Status of a run.
-enum { NX_SENTINEL = 1, NX_SIGNAL = 2, NX_TIMEOUT = 3, NX_SETUP = 4 };
+enum { NX_SENTINEL = 1, NX_SIGNAL = 2, NX_TIMEOUT = 3, NX_SETUP = 4, NX_SYSCALL = 5, NX_KILLED = 6 };
 
 struct nx_result {
 	uint64_t magic;
@@ -33,6 +34,10 @@ struct nx_result {
 	uint64_t gpr[17]; // rax rbx rcx rdx rsi rdi rbp rsp r8..r15, rip
 	uint64_t setup_addr;
 	int reps_done, phase;
+	int sysno;        // NX_SYSCALL: the refused call (-1: another ABI, killed by the filter)
+	uint32_t sysarch; // its AUDIT_ARCH_*
+	int entered;      // generated code has run (confined from then on)
+	int deadline;     // NX_TIMEOUT: killed by the parent at the deadline
 	uint64_t cycles[NX_MAX_REPS][NX_MAX_PHASES], ns[NX_MAX_REPS][NX_MAX_PHASES];
 	uint8_t readback[NX_READBACK];
 	char msg[128];

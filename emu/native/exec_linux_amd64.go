@@ -69,7 +69,7 @@ func Exec(p *Plan) (*Result, error) {
 		}
 	}
 	cp.nphases, cp.reps = C.int(len(p.Phases)), C.int(max(p.Reps, 1))
-	cp.timeout_ms = C.uint64_t(max(p.Timeout.Milliseconds(), 1))
+	cp.tick_ms, cp.deadline_ms = C.uint64_t(p.Tick.Milliseconds()), C.uint64_t(p.Deadline.Milliseconds())
 	cp.rb_addr, cp.rb_len = C.uint64_t(p.Readback[0]), C.uint64_t(p.Readback[1])
 	if p.Pin {
 		cp.pin = 1
@@ -81,7 +81,7 @@ func Exec(p *Plan) (*Result, error) {
 	}
 	r := &Result{Status: Status(out.status), Signal: syscall.Signal(out.sig), Code: int(out.code),
 		Addr: uint64(out.sigaddr), PC: uint64(out.pc), Sentinel: uint64(out.sentinel),
-		Reps: int(out.reps_done), Phase: int(out.phase)}
+		Reps: int(out.reps_done), Phase: int(out.phase), Syscall: int(out.sysno), Deadline: out.deadline != 0}
 	for i := range r.Regs {
 		r.Regs[i] = uint64(out.gpr[i])
 	}

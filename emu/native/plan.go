@@ -45,12 +45,19 @@ type Phase struct {
 
 // Plan is what a child runs: every repetition runs every phase in order.
 type Plan struct {
-	Regions  []Region
-	Phases   []Phase
-	Reps     int
-	Timeout  time.Duration // for the whole child
-	Readback [2]uint64     // address and length of memory to return (at most MaxReadback)
-	Pin      bool          // pin the child to one CPU (for timing)
+	Regions []Region
+	Phases  []Phase
+	Reps    int
+	// Tick is the per-call budget: the child's watchdog samples the phase and r15 (the
+	// harness caller's loop counter, which counts calls down) every Tick, and a run whose
+	// sample has not changed since the previous tick ends as StatusTimeout: a call took
+	// longer than Tick, whatever the number of calls.
+	Tick time.Duration
+	// Deadline bounds the whole child: then the parent SIGKILLs its process group and
+	// reports StatusTimeout with Result.Deadline.
+	Deadline time.Duration
+	Readback [2]uint64 // address and length of memory to return (at most MaxReadback)
+	Pin      bool      // pin the child to one CPU (for timing)
 }
 
 func (p *Plan) check() error {
@@ -59,6 +66,8 @@ func (p *Plan) check() error {
 		return fmt.Errorf("native: %d phases (1..%d)", len(p.Phases), MaxPhases)
 	case p.Reps > MaxReps:
 		return fmt.Errorf("native: %d repetitions (at most %d)", p.Reps, MaxReps)
+	case p.Tick < time.Millisecond || p.Deadline < p.Tick:
+		return fmt.Errorf("native: tick %v, deadline %v (at least 1ms, and the deadline no shorter)", p.Tick, p.Deadline)
 	case p.Readback[1] > MaxReadback:
 		return fmt.Errorf("native: readback of %d bytes (at most %d)", p.Readback[1], MaxReadback)
 	}
@@ -77,8 +86,10 @@ type Status int
 const (
 	StatusSentinel Status = 1 // every phase reached a sentinel
 	StatusSignal   Status = 2 // the generated code faulted
-	StatusTimeout  Status = 3 // Plan.Timeout passed
+	StatusTimeout  Status = 3 // a call outlasted Plan.Tick, or the child Plan.Deadline
 	StatusSetup    Status = 4 // (reported as an error by Exec)
+	StatusSyscall  Status = 5 // the generated code made a system call, which was refused
+	StatusKilled   Status = 6 // the child died without a result after generated code ran
 )
 
 // Register indexes into Result.Regs.
@@ -112,6 +123,8 @@ type Result struct {
 	Sentinel uint64         // the last sentinel reached (StatusSentinel)
 	Regs     [17]uint64     // at the signal or the last sentinel (rip last)
 	Reps     int            // repetitions completed
+	Syscall  int            // StatusSyscall: its number (-1: another ABI's, killed outright)
+	Deadline bool           // StatusTimeout: killed by the parent at Plan.Deadline
 	Phase    int            // the phase running at the end
 	Readback []byte
 	// Cycles[rep][phase] (rdtsc) and Nanos[rep][phase] (CLOCK_MONOTONIC) per entry.
