@@ -1,7 +1,7 @@
 package main
 
-// TestREADME runs every example command of the top-level README.md and compares what it
-// prints and its exit status with what the README shows. The README's convention:
+// TestREADME runs every example command of the top-level README.md (and of docs/*.md) and
+// compares what it prints and its exit status with what the document shows. The convention:
 //
 //   - An example is a line of a fenced block that starts with "$ trampjit " (or
 //     "$ bin/trampjit "). A line ending in a backslash continues on the next line. The
@@ -25,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -35,7 +36,8 @@ var readmeKernel = flag.Bool("readme.kernel", false, "also run the README's exam
 
 // readmeExample is one "$ trampjit ..." command of the README and the output shown for it.
 type readmeExample struct {
-	line int // 1-based line of the "$" in README.md
+	file string // README.md or docs/NAME.md
+	line int    // 1-based line of the "$"
 	cmd  string
 	args []string
 	want []string
@@ -44,8 +46,8 @@ type readmeExample struct {
 
 var exitLine = regexp.MustCompile(`^\[exit (\d+)\]$`)
 
-// parseREADME extracts the examples of a markdown document.
-func parseREADME(doc string) ([]readmeExample, error) {
+// parseREADME extracts the examples of a markdown document; file names it in errors.
+func parseREADME(file, doc string) ([]readmeExample, error) {
 	var out []readmeExample
 	var cur *readmeExample
 	inFence, cont := false, false
@@ -64,7 +66,7 @@ func parseREADME(doc string) ([]readmeExample, error) {
 		}
 		args, err := shellWords(cur.cmd)
 		if err != nil {
-			return fmt.Errorf("README.md:%d: %v", cur.line, err)
+			return fmt.Errorf("%s:%d: %v", file, cur.line, err)
 		}
 		cur.args = args[1:] // drop the program name
 		out = append(out, *cur)
@@ -98,14 +100,14 @@ func parseREADME(doc string) ([]readmeExample, error) {
 			if !strings.HasPrefix(cmd, "trampjit ") && !strings.HasPrefix(cmd, "bin/trampjit ") {
 				continue // another program: not checked
 			}
-			cur = &readmeExample{line: n, cmd: cmd}
+			cur = &readmeExample{file: file, line: n, cmd: cmd}
 			cont = strings.HasSuffix(line, `\`)
 		case cur != nil:
 			cur.want = append(cur.want, line)
 		}
 	}
 	if inFence {
-		return nil, fmt.Errorf("README.md: unterminated code block")
+		return nil, fmt.Errorf("%s: unterminated code block", file)
 	}
 	return out, sc.Err()
 }
@@ -235,23 +237,31 @@ func outputLines(stdout, stderr string) []string {
 }
 
 func TestREADME(t *testing.T) {
-	doc, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	examples, err := parseREADME(string(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(examples) < 4 {
-		t.Fatalf("README.md has %d examples; the test expects one per command section at least", len(examples))
-	}
 	t.Chdir("../..")
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var examples []readmeExample
+	for _, file := range append([]string{"README.md"}, docs...) {
+		doc, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex, err := parseREADME(file, string(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if file == "README.md" && len(ex) < 4 {
+			t.Fatalf("README.md has %d examples; the test expects one per command section at least", len(ex))
+		}
+		examples = append(examples, ex...)
+	}
 	t.Setenv("NO_COLOR", "1")
 	for _, ex := range examples {
-		t.Run(fmt.Sprintf("line%d", ex.line), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s:%d", strings.ReplaceAll(ex.file, "/", "-"), ex.line), func(t *testing.T) {
 			if why := needsKernel(ex.args); why != "" && !*readmeKernel {
-				t.Skipf("README.md:%d: %s (run with -readme.kernel)", ex.line, why)
+				t.Skipf("%s:%d: %s (run with -readme.kernel)", ex.file, ex.line, why)
 			}
 			var o, e bytes.Buffer
 			code := run(ex.args, &o, &e)
@@ -265,8 +275,8 @@ func TestREADME(t *testing.T) {
 				if code != 0 {
 					shown += fmt.Sprintf("\n[exit %d]", code)
 				}
-				t.Errorf("README.md:%d: $ %s\nexit %d, README says %d; the README shows:\n%s\n\nactual output (paste it, eliding varying parts with ...):\n%s",
-					ex.line, ex.cmd, code, ex.exit, strings.Join(ex.want, "\n"), shown)
+				t.Errorf("%s:%d: $ %s\nexit %d, the document says %d; it shows:\n%s\n\nactual output (paste it, eliding varying parts with ...):\n%s",
+					ex.file, ex.line, ex.cmd, code, ex.exit, strings.Join(ex.want, "\n"), shown)
 			}
 		})
 	}
@@ -276,7 +286,7 @@ func TestREADME(t *testing.T) {
 // README may use, so that a broken parser cannot pass the README by matching nothing.
 func TestREADMEConvention(t *testing.T) {
 	doc := "text\n```\n$ trampjit model --proto 'int f(int a)' \\\n    --kernel \"6.1\"\nline one\n...\nend ... here\n[exit 2]\n$ make demo\nignored\n```\n```\n$ bin/trampjit kernel capture --host\n```\n"
-	ex, err := parseREADME(doc)
+	ex, err := parseREADME("test.md", doc)
 	if err != nil {
 		t.Fatal(err)
 	}
