@@ -1,3 +1,5 @@
+//go:build cgo
+
 package unicorn
 
 /*
@@ -12,25 +14,6 @@ import (
 	"time"
 	"unsafe"
 )
-
-// Arch selects the guest architecture of an Engine.
-type Arch int
-
-// Supported guest architectures.
-const (
-	X86_64 Arch = iota
-	ARM64
-)
-
-func (a Arch) String() string {
-	switch a {
-	case X86_64:
-		return "x86_64"
-	case ARM64:
-		return "arm64"
-	}
-	return fmt.Sprintf("Arch(%d)", int(a))
-}
 
 // Engine is one Unicorn instance. It is meant to be opened once per arch and
 // reused for many runs: opening costs ~0.2 ms and every new engine
@@ -66,15 +49,6 @@ func Version() string {
 
 // tlbChoice reports whether the library has UC_CTL_TLB_TYPE (2.1 and later).
 func tlbChoice() bool { return uint32(C.tj_version())>>16 >= 0x0201 }
-
-// CPU models for OpenModel (the defaults are marked).
-const (
-	ModelDefault   = -1
-	X86Qemu64      = int(C.UC_CPU_X86_QEMU64) // x86_64 default
-	X86Haswell     = int(C.UC_CPU_X86_HASWELL)
-	ARM64CortexA72 = int(C.UC_CPU_ARM64_A72) // arm64 default: ARMv8.0, no PAC/BTI
-	ARM64Max       = int(C.UC_CPU_ARM64_MAX) // has PAC and BTI
-)
 
 // Open creates an engine for arch in 64-bit little-endian mode with the
 // default CPU: qemu64 on x86_64, Cortex-A72 on arm64, where the BTI and PAC
@@ -166,41 +140,6 @@ func (e *Engine) Close() error {
 	C.free(unsafe.Pointer(e.st))
 	e.st = nil
 	return err
-}
-
-// Reason says why a run ended.
-type Reason int
-
-// Run end reasons.
-const (
-	ReasonHalt     Reason = iota // hlt (x86) / wfi (arm64) outside any sentinel
-	ReasonSentinel               // a registered sentinel was reached
-	ReasonUntil                  // the until address of Start was reached
-	ReasonStopped                // Stop was called (from a hook)
-	ReasonBudget                 // instruction count or timeout exhausted
-	ReasonIntr                   // an interrupt that is not a sentinel
-	ReasonFault                  // invalid memory access
-	ReasonPanic                  // a Go hook panicked
-	ReasonError                  // any other Unicorn error
-)
-
-var reasonNames = [...]string{"halt", "sentinel", "until", "stopped", "budget",
-	"interrupt", "fault", "panic", "error"}
-
-func (r Reason) String() string {
-	if r >= 0 && int(r) < len(reasonNames) {
-		return reasonNames[r]
-	}
-	return fmt.Sprintf("Reason(%d)", int(r))
-}
-
-// Exit describes how a run ended.
-type Exit struct {
-	Reason   Reason
-	PC       uint64 // pc after the run
-	Sentinel uint64 // the sentinel's address, for ReasonSentinel
-	Intr     uint32 // interrupt number, for ReasonIntr and trap sentinels
-	Count    uint64 // instructions counted by CountInsns hooks
 }
 
 // Start runs from begin like uc_emu_start: until a sentinel, the until
@@ -320,17 +259,6 @@ func (e *Engine) Run(begin, count uint64) (Exit, error) {
 	return x, runCheck(x)
 }
 
-// runCheck turns an exit that is not a sentinel (or Stop) into an error.
-func runCheck(x Exit) error {
-	switch x.Reason {
-	case ReasonSentinel, ReasonStopped:
-		return nil
-	case ReasonUntil:
-		return &Error{Op: "run", Msg: "jumped to address 0"}
-	}
-	return &Error{Op: "run", Msg: fmt.Sprintf("ended by %s at pc %#x, not at a sentinel", x.Reason, x.PC)}
-}
-
 // Stop asks a run in progress to end (uc_emu_stop); call it from a hook.
 // The run reports ReasonStopped.
 func (e *Engine) Stop() error {
@@ -350,16 +278,6 @@ func (e *Engine) haltedBefore(pc uint64) bool {
 		return false
 	}
 	return string(got) == string(b)
-}
-
-func isMemCode(c Code) bool {
-	switch c {
-	case ErrReadUnmapped, ErrWriteUnmapped, ErrFetchUnmapped,
-		ErrReadProt, ErrWriteProt, ErrFetchProt,
-		ErrReadUnaligned, ErrWriteUnaligned, ErrFetchUnaligned:
-		return true
-	}
-	return false
 }
 
 // recordPanic is called by recovered hook callbacks; the first panic wins.

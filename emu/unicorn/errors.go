@@ -1,10 +1,5 @@
 package unicorn
 
-/*
-#include <unicorn/unicorn.h>
-*/
-import "C"
-
 import (
 	"errors"
 	"fmt"
@@ -16,30 +11,27 @@ type Code int
 
 // Unicorn error codes.
 const (
-	ErrNoMem          = Code(C.UC_ERR_NOMEM)
-	ErrArch           = Code(C.UC_ERR_ARCH)
-	ErrHandle         = Code(C.UC_ERR_HANDLE)
-	ErrMode           = Code(C.UC_ERR_MODE)
-	ErrReadUnmapped   = Code(C.UC_ERR_READ_UNMAPPED)
-	ErrWriteUnmapped  = Code(C.UC_ERR_WRITE_UNMAPPED)
-	ErrFetchUnmapped  = Code(C.UC_ERR_FETCH_UNMAPPED)
-	ErrHook           = Code(C.UC_ERR_HOOK)
-	ErrInsnInvalid    = Code(C.UC_ERR_INSN_INVALID)
-	ErrMap            = Code(C.UC_ERR_MAP)
-	ErrWriteProt      = Code(C.UC_ERR_WRITE_PROT)
-	ErrReadProt       = Code(C.UC_ERR_READ_PROT)
-	ErrFetchProt      = Code(C.UC_ERR_FETCH_PROT)
-	ErrArg            = Code(C.UC_ERR_ARG)
-	ErrReadUnaligned  = Code(C.UC_ERR_READ_UNALIGNED)
-	ErrWriteUnaligned = Code(C.UC_ERR_WRITE_UNALIGNED)
-	ErrFetchUnaligned = Code(C.UC_ERR_FETCH_UNALIGNED)
-	ErrHookExist      = Code(C.UC_ERR_HOOK_EXIST)
-	ErrResource       = Code(C.UC_ERR_RESOURCE)
-	ErrException      = Code(C.UC_ERR_EXCEPTION)
+	ErrNoMem          = Code(1)  // UC_ERR_NOMEM
+	ErrArch           = Code(2)  // UC_ERR_ARCH
+	ErrHandle         = Code(3)  // UC_ERR_HANDLE
+	ErrMode           = Code(4)  // UC_ERR_MODE
+	ErrReadUnmapped   = Code(6)  // UC_ERR_READ_UNMAPPED
+	ErrWriteUnmapped  = Code(7)  // UC_ERR_WRITE_UNMAPPED
+	ErrFetchUnmapped  = Code(8)  // UC_ERR_FETCH_UNMAPPED
+	ErrHook           = Code(9)  // UC_ERR_HOOK
+	ErrInsnInvalid    = Code(10) // UC_ERR_INSN_INVALID
+	ErrMap            = Code(11) // UC_ERR_MAP
+	ErrWriteProt      = Code(12) // UC_ERR_WRITE_PROT
+	ErrReadProt       = Code(13) // UC_ERR_READ_PROT
+	ErrFetchProt      = Code(14) // UC_ERR_FETCH_PROT
+	ErrArg            = Code(15) // UC_ERR_ARG
+	ErrReadUnaligned  = Code(16) // UC_ERR_READ_UNALIGNED
+	ErrWriteUnaligned = Code(17) // UC_ERR_WRITE_UNALIGNED
+	ErrFetchUnaligned = Code(18) // UC_ERR_FETCH_UNALIGNED
+	ErrHookExist      = Code(19) // UC_ERR_HOOK_EXIST
+	ErrResource       = Code(20) // UC_ERR_RESOURCE
+	ErrException      = Code(21) // UC_ERR_EXCEPTION
 )
-
-// Error returns Unicorn's own message (uc_strerror).
-func (c Code) Error() string { return C.GoString(C.uc_strerror(C.uc_err(c))) }
 
 // ErrClosed is returned by every method of a closed Engine.
 var ErrClosed = errors.New("unicorn: engine is closed")
@@ -106,12 +98,4 @@ type PanicError struct {
 
 func (p *PanicError) Error() string {
 	return fmt.Sprintf("unicorn: hook callback panicked: %v\n%s", p.Value, p.Stack)
-}
-
-// check wraps a uc_err into an *Error, or returns nil for UC_ERR_OK.
-func check(op string, err C.uc_err) error {
-	if err == C.UC_ERR_OK {
-		return nil
-	}
-	return &Error{Op: op, Code: Code(err)}
 }

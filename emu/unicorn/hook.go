@@ -1,3 +1,5 @@
+//go:build cgo
+
 package unicorn
 
 /*
@@ -9,59 +11,6 @@ import (
 	"fmt"
 	"runtime/cgo"
 	"runtime/debug"
-)
-
-// Hook identifies an installed hook (Unicorn's uc_hook).
-type Hook uintptr
-
-// Access is the kind of a memory access (uc_mem_type).
-type Access int
-
-// Memory access kinds.
-const (
-	Read          = Access(C.UC_MEM_READ)
-	Write         = Access(C.UC_MEM_WRITE)
-	Fetch         = Access(C.UC_MEM_FETCH)
-	ReadUnmapped  = Access(C.UC_MEM_READ_UNMAPPED)
-	WriteUnmapped = Access(C.UC_MEM_WRITE_UNMAPPED)
-	FetchUnmapped = Access(C.UC_MEM_FETCH_UNMAPPED)
-	WriteProt     = Access(C.UC_MEM_WRITE_PROT)
-	ReadProt      = Access(C.UC_MEM_READ_PROT)
-	FetchProt     = Access(C.UC_MEM_FETCH_PROT)
-	ReadAfter     = Access(C.UC_MEM_READ_AFTER)
-)
-
-var accessNames = map[Access]string{
-	Read: "read", Write: "write", Fetch: "fetch",
-	ReadUnmapped: "unmapped read", WriteUnmapped: "unmapped write",
-	FetchUnmapped: "unmapped fetch", WriteProt: "protected write",
-	ReadProt: "protected read", FetchProt: "protected fetch",
-	ReadAfter: "read-after",
-}
-
-func (a Access) String() string {
-	if s, ok := accessNames[a]; ok {
-		return s
-	}
-	return fmt.Sprintf("Access(%d)", int(a))
-}
-
-// MemAccess is one memory access seen by a memory hook.
-type MemAccess struct {
-	Kind  Access
-	Addr  uint64
-	Size  int
-	Value int64 // value written, for writes
-}
-
-// MemHooks selects valid accesses for HookMem.
-type MemHooks int
-
-// Valid-access hook kinds, combinable.
-const (
-	HookRead  = MemHooks(C.UC_HOOK_MEM_READ)
-	HookWrite = MemHooks(C.UC_HOOK_MEM_WRITE)
-	HookFetch = MemHooks(C.UC_HOOK_MEM_FETCH)
 )
 
 // hookRec is what a cgo.Handle of a Go hook points at.
@@ -154,12 +103,6 @@ func (e *Engine) HookInsnInvalid(fn func() bool) (Hook, error) {
 		return C.tj_hook_insn_invalid(e.uc, hh, u)
 	})
 }
-
-// X86 instructions HookX86Insn can hook.
-const (
-	X86InsSyscall  = int(C.UC_X86_INS_SYSCALL)
-	X86InsSysenter = int(C.UC_X86_INS_SYSENTER)
-)
 
 // HookX86Insn calls fn when the x86 syscall or sysenter instruction executes.
 func (e *Engine) HookX86Insn(insn int, fn func()) (Hook, error) {

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package unicorn
 
 /*
@@ -9,38 +11,14 @@ import "C"
 
 import (
 	"encoding/binary"
-	"fmt"
 	"unsafe"
 )
-
-// Prot is a page protection (uc_prot), combinable.
-type Prot uint32
-
-// Page protections.
-const (
-	ProtNone  = Prot(C.UC_PROT_NONE)
-	ProtRead  = Prot(C.UC_PROT_READ)
-	ProtWrite = Prot(C.UC_PROT_WRITE)
-	ProtExec  = Prot(C.UC_PROT_EXEC)
-	ProtAll   = Prot(C.UC_PROT_ALL)
-)
-
-// PageSize is the granularity of Map, Unmap and Protect.
-const PageSize = 4096
-
-// Region is a mapped range as reported by Regions.
-type Region struct {
-	Begin, End uint64 // inclusive
-	Prot       Prot
-}
 
 // hostMap is a MapHost region: C memory Unicorn uses as guest RAM.
 type hostMap struct {
 	ptr  unsafe.Pointer
 	size uint64
 }
-
-func rangeMsg(addr, size uint64) string { return fmt.Sprintf("[%#x, +%#x)", addr, size) }
 
 // Map maps [addr, addr+size) with prot; both must be page aligned.
 func (e *Engine) Map(addr, size uint64, prot Prot) error {

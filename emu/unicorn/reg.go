@@ -1,3 +1,5 @@
+//go:build cgo
+
 package unicorn
 
 /*
@@ -9,11 +11,6 @@ import (
 	"fmt"
 	"unsafe"
 )
-
-// Reg is a Unicorn register id (the C enum value; the enums are not
-// contiguous, so never compute ids arithmetically). Values are read and
-// written as 64 bits; wider registers are truncated, narrower zero-extended.
-type Reg int32
 
 // Reg reads one register.
 func (e *Engine) Reg(r Reg) (uint64, error) {

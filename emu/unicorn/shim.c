@@ -1,3 +1,5 @@
+//go:build cgo
+
 #include <string.h>
 #include "shim.h"
 
