@@ -139,7 +139,7 @@ func commitDir(ctx context.Context, dir string, files []outFile, keepOthers bool
 // filesystem cannot, the old one is moved aside and the new one renamed in: dir is then
 // briefly absent, but never mixed. Either way stage ends up holding the old directory.
 func swapDirs(stage, dir string) error {
-	err := unix.Renameat2(unix.AT_FDCWD, stage, unix.AT_FDCWD, dir, unix.RENAME_EXCHANGE)
+	err := renameExchange(stage, dir)
 	if err == nil || (err != unix.EINVAL && err != unix.ENOSYS) {
 		return err
 	}

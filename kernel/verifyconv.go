@@ -13,10 +13,11 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/trampjit/trampjit/btfmodel"
-	"golang.org/x/sys/unix"
-
 	"github.com/trampjit/trampjit/kernel/wire"
 )
+
+// bpfFSleepable is BPF_F_SLEEPABLE of the uapi (x/sys/unix has it for Linux only).
+const bpfFSleepable = 1 << 4
 
 // ProgramFromInstructions completes p (name, attach type and target, sleepable, license,
 // maps) with the bytecode of insns, built in Go. Map loads (asm.LoadMapPtr,
@@ -101,7 +102,7 @@ func ProgramsFromELF(path string, o ELFOptions) ([]wire.VerifyProgram, error) {
 
 func programFromSpec(cs *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, o ELFOptions) (wire.VerifyProgram, error) {
 	p := wire.VerifyProgram{Name: ps.Name, AttachTo: ps.AttachTo, License: ps.License,
-		Sleepable: ps.Flags&unix.BPF_F_SLEEPABLE != 0}
+		Sleepable: ps.Flags&bpfFSleepable != 0}
 	switch ps.Type {
 	case ebpf.Tracing:
 		p.Type = "tracing"
@@ -122,7 +123,7 @@ func programFromSpec(cs *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, o ELFOptions
 	default:
 		return p, fmt.Errorf("attach type %s: want fentry, fexit, fmod_ret or lsm", ps.AttachType)
 	}
-	if ps.Flags&^unix.BPF_F_SLEEPABLE != 0 {
+	if ps.Flags&^bpfFSleepable != 0 {
 		return p, fmt.Errorf("program flags %#x: only BPF_F_SLEEPABLE is supported", ps.Flags)
 	}
 	insns := slices.Clone(ps.Instructions)

@@ -20,7 +20,7 @@ func StartTied(cmd *exec.Cmd) (release func(), err error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	setPdeathsig(cmd.SysProcAttr)
 	cmd.Cancel = func() error { return killGroup(cmd) }
 	started := make(chan error)
 	done := make(chan struct{})
