@@ -15,7 +15,7 @@ import (
 // Expected bytes below were derived by hand from arch/x86/net/bpf_jit_comp.c (6.12
 // __arch_prepare_bpf_trampoline, 6.1 arch_prepare_bpf_trampoline): their emission order,
 // frame layout, save_args placement and the emit_* encoding rules; the kernel corpus checks
-// the same shapes against captured images (kernel.TestCorpusByteIdentical).
+// the generator against captured images as well (kernel.TestCorpusByteIdentical).
 
 const (
 	k61  = btfmodel.Kernel61
