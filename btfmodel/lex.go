@@ -5,13 +5,28 @@ import (
 	"strconv"
 )
 
-// ProtoError is a syntax or type error in a C prototype, at a 1-based column.
+// ProtoError is a syntax or type error in a C prototype, at a 1-based line and column.
 type ProtoError struct {
-	Col int
-	Msg string
+	Line, Col int
+	Msg       string
+	// off is the 1-based byte offset the lexer and parser record; locate turns it into
+	// Line and Col.
+	off int
 }
 
-func (e *ProtoError) Error() string { return fmt.Sprintf("proto:%d: %s", e.Col, e.Msg) }
+func (e *ProtoError) Error() string {
+	return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Col, e.Msg)
+}
+
+// locate sets Line and Col from the byte offset in src.
+func (e *ProtoError) locate(src string) {
+	e.Line, e.Col = 1, e.off
+	for i := 0; i < e.off-1 && i < len(src); i++ {
+		if src[i] == '\n' {
+			e.Line, e.Col = e.Line+1, e.off-1-i
+		}
+	}
+}
 
 type tokKind int
 
@@ -46,7 +61,7 @@ const maxProtoLen = 64 << 10
 // C prototypes' business here and are rejected rather than half-understood.
 func lex(src string) ([]token, error) {
 	if len(src) > maxProtoLen {
-		return nil, &ProtoError{Col: maxProtoLen, Msg: fmt.Sprintf("prototype longer than %d bytes", maxProtoLen)}
+		return nil, &ProtoError{off: maxProtoLen, Msg: fmt.Sprintf("prototype longer than %d bytes", maxProtoLen)}
 	}
 	var toks []token
 	for i := 0; i < len(src); {
@@ -59,7 +74,7 @@ func lex(src string) ([]token, error) {
 			if src[i+1] == '*' {
 				j := indexFrom(src, "*/", i+2)
 				if j < 0 {
-					return nil, &ProtoError{Col: i + 1, Msg: "unterminated comment"}
+					return nil, &ProtoError{off: i + 1, Msg: "unterminated comment"}
 				}
 				end = j + 2
 			} else if j := indexFrom(src, "\n", i); j >= 0 {
@@ -81,7 +96,7 @@ func lex(src string) ([]token, error) {
 			text := src[i:j]
 			n, err := parseCInt(text)
 			if err != nil {
-				return nil, &ProtoError{Col: i + 1, Msg: fmt.Sprintf("bad number %q", text)}
+				return nil, &ProtoError{off: i + 1, Msg: fmt.Sprintf("bad number %q", text)}
 			}
 			toks = append(toks, token{kind: tNum, text: text, num: n, col: i + 1})
 			i = j
@@ -92,7 +107,7 @@ func lex(src string) ([]token, error) {
 			toks = append(toks, token{kind: tPunct, text: string(c), col: i + 1})
 			i++
 		default:
-			return nil, &ProtoError{Col: i + 1, Msg: fmt.Sprintf("unexpected character %q", rune(c))}
+			return nil, &ProtoError{off: i + 1, Msg: fmt.Sprintf("unexpected character %q", rune(c))}
 		}
 	}
 	return append(toks, token{kind: tEOF, col: len(src) + 1}), nil

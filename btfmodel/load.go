@@ -11,6 +11,8 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 	"github.com/ulikunitz/xz"
+
+	"github.com/trampjit/trampjit/internal/suggest"
 )
 
 // maxBTFSize bounds what LoadFile reads (and decompresses): vmlinux BTF is ~6 MiB.
@@ -128,7 +130,21 @@ func FuncByName(spec *btf.Spec, name string) (*btf.Func, error) {
 		if len(others) > 0 {
 			return nil, fmt.Errorf("%s is a BTF %s, not a function", name, strings.Join(others, ", "))
 		}
-		return nil, fmt.Errorf("function %s not found in BTF", name)
+		return nil, fmt.Errorf("function %s not found in BTF%s", name, suggest.Hint(name, funcNames(spec), ""))
 	}
 	return funcs[0], nil
+}
+
+// funcNames lists the function names of a btf.Spec, for suggestions.
+func funcNames(spec *btf.Spec) []string {
+	var names []string
+	for t, err := range spec.All() {
+		if err != nil {
+			break
+		}
+		if fn, ok := t.(*btf.Func); ok {
+			names = append(names, fn.Name)
+		}
+	}
+	return names
 }

@@ -13,9 +13,17 @@ import (
 //	struct pair { u64 a; u32 b; }; int f(struct pair p, int x)
 //
 // Kernel integer typedefs (u8..u64, s8..s64, __u*, __s*, size_t, loff_t, ...) and a few
-// kernel structs (kuid_t, kgid_t, sockptr_t, struct timespec64) are predefined. Errors name
-// the 1-based column.
+// kernel structs (kuid_t, kgid_t, sockptr_t, struct timespec64) are predefined. Errors are
+// *ProtoError, naming the 1-based line and column.
 func ParseProto(src string) (*btf.Func, error) {
+	fn, err := parseProto(src)
+	if pe, ok := err.(*ProtoError); ok {
+		pe.locate(src)
+	}
+	return fn, err
+}
+
+func parseProto(src string) (*btf.Func, error) {
 	toks, err := lex(src)
 	if err != nil {
 		return nil, err
@@ -36,7 +44,7 @@ func ParseProto(src string) (*btf.Func, error) {
 		fn = f
 	}
 	if fn == nil {
-		return nil, &ProtoError{Col: len(src) + 1, Msg: "no function prototype found"}
+		return nil, &ProtoError{off: len(src) + 1, Msg: "no function prototype found"}
 	}
 	return fn, nil
 }
@@ -79,7 +87,7 @@ func (p *parser) expect(punct string) error {
 }
 
 func (p *parser) errAt(t token, format string, args ...any) error {
-	return &ProtoError{Col: t.col, Msg: fmt.Sprintf(format, args...)}
+	return &ProtoError{off: t.col, Msg: fmt.Sprintf(format, args...)}
 }
 
 // declaration parses one top-level declaration: a typedef, a struct/union/enum definition,

@@ -3,6 +3,7 @@ package btfmodel
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -98,12 +99,22 @@ func TestParseProtoErrors(t *testing.T) {
 		{"int f(int a) /* open", 14, "unterminated comment"},
 		{"int (int a)", 5, "expected a name in the declaration"},
 		{"int f(struct x { int a; ) ", 25, "expected a type, found ')'"},
+		// Columns count from the start of the line the error is on.
+		{"struct s {\n\tu64 a;\n\tu32 b;\n};\nint f(struct s p, in x)", 19, "unknown type name 'in'"},
 	} {
 		_, err := ParseProto(c.src)
 		var pe *ProtoError
 		if !errors.As(err, &pe) {
 			t.Errorf("%q: got %v, want a ProtoError", c.src, err)
 			continue
+		}
+		wantLine := 1 + strings.Count(c.src, "\n")
+		if pe.Col != c.col || pe.Msg != c.msg || pe.Line != wantLine {
+			t.Errorf("%q: got line %d column %d %q, want line %d column %d %q", c.src, pe.Line, pe.Col, pe.Msg, wantLine, c.col, c.msg)
+			continue
+		}
+		if want := fmt.Sprintf("line %d, column %d: %s", wantLine, c.col, c.msg); err.Error() != want {
+			t.Errorf("%q: message %q, want %q", c.src, err, want)
 		}
 		if pe.Col != c.col || pe.Msg != c.msg {
 			t.Errorf("%q: got column %d %q, want column %d %q", c.src, pe.Col, pe.Msg, c.col, c.msg)

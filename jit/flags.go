@@ -20,6 +20,9 @@ const (
 	FlagIndirect      Flags = 1 << 8 // BPF_TRAMP_F_INDIRECT (6.8+)
 )
 
+// knownFlags are the bits flagNames names.
+const knownFlags Flags = 1<<9 - 1
+
 var flagNames = []string{"RESTORE_REGS", "CALL_ORIG", "SKIP_FRAME", "IP_ARG", "RET_FENTRY_RET",
 	"ORIG_STACK", "SHARE_IPMODIFY", "TAIL_CALL_CTX", "INDIRECT"}
 

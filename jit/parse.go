@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -19,8 +20,11 @@ import (
 // and fmod_ret together) one trampoline takes; one more fails the link with E2BIG.
 const MaxTrampLinks = 38
 
-// maxRequestSize bounds a request document.
-const maxRequestSize = 16 << 20
+// maxRequestSize bounds a request document, and maxRequestProgs its programs.
+const (
+	maxRequestSize  = 16 << 20
+	maxRequestProgs = 1024
+)
 
 // ReadRequest reads a request file; relative BTF paths resolve against its directory.
 func ReadRequest(path string) (*Request, error) {
@@ -101,8 +105,17 @@ func (r *Request) Validate() error {
 	if len(r.Progs) == 0 {
 		return errors.New("request: no progs: a trampoline exists only with programs attached")
 	}
-	if len(r.Progs) > MaxTrampLinks {
-		return fmt.Errorf("request: %d programs on one trampoline: the kernel allows %d (BPF_MAX_TRAMP_LINKS) and fails the link with E2BIG", len(r.Progs), MaxTrampLinks)
+	if len(r.Progs) > maxRequestProgs {
+		// More than the kernel links is a request the model refuses as the kernel does
+		// (E2BIG, in Resolve); this bound only keeps what one request may allocate sane.
+		return fmt.Errorf("request: %d programs: trampjit takes at most %d in one request, and the kernel links at most %d on one trampoline (BPF_MAX_TRAMP_LINKS)", len(r.Progs), maxRequestProgs, MaxTrampLinks)
+	}
+	if r.Flags != nil {
+		if f := uint64(*r.Flags); f > math.MaxUint32 {
+			return fmt.Errorf("request: flags %#x: wider than the kernel's 32-bit BPF_TRAMP_F_* word", f)
+		} else if unknown := Flags(f) &^ knownFlags; unknown != 0 {
+			return fmt.Errorf("request: flags %#x: %#x is no BPF_TRAMP_F_* flag trampjit knows (%s)", f, uint32(unknown), knownFlags)
+		}
 	}
 	for i, p := range r.Progs {
 		if _, err := btfmodel.ParseAttachType(string(p.Kind)); err != nil {

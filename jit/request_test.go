@@ -1,6 +1,7 @@
 package jit
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -19,13 +20,49 @@ func TestParseRequestErrors(t *testing.T) {
 		{`{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","progs":[{"kind":"kprobe"}]}`, `unknown program kind "kprobe"`},
 		{`{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","progs":[{"kind":"fentry","cookie":"0xzz"}]}`, `cookie: "0xzz" is not a 64-bit integer`},
 		{`{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","progs":[{"kind":"fentry"}],"addrs":{"image":"0x10","func":"0x20","progs":[]}}`, "addrs.progs has 0 entries for 1 progs"},
-		{`{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","progs":[` + strings.Repeat(`{"kind":"fentry"},`, 38) + `{"kind":"fexit"}]}`, "39 programs on one trampoline: the kernel allows 38 (BPF_MAX_TRAMP_LINKS) and fails the link with E2BIG"},
+		{`{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","progs":[` + strings.Repeat(`{"kind":"fentry"},`, 1024) + `{"kind":"fexit"}]}`, "1025 programs: trampjit takes at most 1024 in one request"},
+		// The kernel's trampoline flags are a u32 (bpf_trampoline_update); wider values used to
+		// be cut silently to 32 bits.
+		{`{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","progs":[{"kind":"fentry"}],"flags":"0x100000001"}`, "flags 0x100000001: wider than the kernel's 32-bit"},
+		{`{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","progs":[{"kind":"fentry"}],"flags":"0x1001"}`, "0x1000 is no BPF_TRAMP_F_* flag"},
 		{`{"arch":"amd64"} {}`, "more than one JSON value"},
 	} {
 		_, err := ParseRequest(strings.NewReader(c.doc), "")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s:\n  got %v\n  want %q", c.doc, err, c.want)
 		}
+	}
+}
+
+// 39 links is a valid request that the kernel refuses: bpf_trampoline_link_prog fails with
+// E2BIG once a trampoline holds BPF_MAX_TRAMP_LINKS (the corpus's links-39-e2big cases).
+func TestTooManyLinks(t *testing.T) {
+	doc := `{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","progs":[` + strings.Repeat(`{"kind":"fentry"},`, 38) + `{"kind":"fexit"}]}`
+	req, err := ParseRequest(strings.NewReader(doc), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := req.Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Resolve(req, m)
+	if !errors.Is(err, E2BIG) {
+		t.Errorf("39 links: got %v, want the kernel's E2BIG", err)
+	}
+}
+
+// A corpus request is not parsed by ParseRequest; Resolve must still refuse an inconsistent
+// one instead of indexing past addrs.progs.
+func TestResolveValidates(t *testing.T) {
+	req := &Request{Arch: "amd64", Kernel: "6.12", Proto: "int f(int a)", Progs: []Prog{{Kind: Fentry}, {Kind: Fexit}},
+		Addrs: &Addrs{Image: 0x1000, Func: 0x2000, Progs: []ProgAddrs{{Prog: 1, BPFFunc: 2}}}}
+	m, err := req.Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resolve(req, m); err == nil || !strings.Contains(err.Error(), "addrs.progs has 1 entries for 2 progs") {
+		t.Errorf("got %v", err)
 	}
 }
 

@@ -44,6 +44,11 @@ func trampKind(k Kind, m *btfmodel.FuncModel) Kind {
 // Resolve turns a validated request and its function model into a Tramp: flags, program lists
 // in emission order, and every address (the request's, or the synthetic layout's).
 func Resolve(req *Request, m *btfmodel.FuncModel) (*Tramp, error) {
+	// Every request, from flags, a file or a corpus, passes the same validation before
+	// anything indexes its lists.
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
 	if n := len(req.Progs); n > MaxTrampLinks {
 		// bpf_trampoline_link_prog counts links over all kinds.
 		return nil, Reject(E2BIG, "%d programs on one trampoline, at most %d (BPF_MAX_TRAMP_LINKS)", n, MaxTrampLinks)

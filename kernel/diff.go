@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,31 +17,79 @@ import (
 	"github.com/trampjit/trampjit/jit"
 )
 
+// Bounds on what ReadCorpus accepts: a corpus of the whole catalogue is a few MiB and a few
+// hundred cases; one case (image, log, runs) stays well under a MiB.
+const (
+	maxCorpusSize  = 256 << 20
+	maxCorpusLine  = 16 << 20
+	maxCorpusCases = 100000
+)
+
 // ReadCorpus reads a corpus directory's cases.jsonl; each request's BTF resolves against dir.
 func ReadCorpus(dir string) ([]CorpusCase, error) {
-	f, err := os.Open(filepath.Join(dir, "cases.jsonl"))
+	path := filepath.Join(dir, "cases.jsonl")
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read corpus: %w", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("read corpus: %s is not a regular file", path)
+	} else if err == nil && fi.Size() > maxCorpusSize {
+		return nil, fmt.Errorf("read corpus: %s is %d MiB, more than the %d MiB a corpus may have", path, fi.Size()>>20, maxCorpusSize>>20)
+	}
+	return ParseCorpus(io.LimitReader(f, maxCorpusSize), path, dir)
+}
+
+// ParseCorpus reads cases.jsonl from r (name is for messages). Every case's request passes
+// jit's validation, ids are unique, and a corpus without cases is an error: a comparison of
+// nothing must not pass.
+func ParseCorpus(r io.Reader, name, dir string) ([]CorpusCase, error) {
 	var out []CorpusCase
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	seen := map[string]int{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxCorpusLine)
 	for n := 1; sc.Scan(); n++ {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
+		if len(out) == maxCorpusCases {
+			return nil, fmt.Errorf("%s:%d: more than %d cases", name, n, maxCorpusCases)
+		}
 		var c CorpusCase
 		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			return nil, fmt.Errorf("%s/cases.jsonl:%d: %w", dir, n, err)
+			return nil, fmt.Errorf("%s:%d: %w", name, n, err)
 		}
-		if c.Request == nil {
-			return nil, fmt.Errorf("%s/cases.jsonl:%d: case %s has no request", dir, n, c.ID)
+		switch {
+		case c.ID == "":
+			return nil, fmt.Errorf("%s:%d: case has no id", name, n)
+		case seen[c.ID] != 0:
+			return nil, fmt.Errorf("%s:%d: case id %q already used on line %d", name, n, c.ID, seen[c.ID])
+		case c.Request == nil:
+			return nil, fmt.Errorf("%s:%d: case %s has no request", name, n, c.ID)
+		}
+		seen[c.ID] = n
+		if err := c.Request.Validate(); err != nil {
+			return nil, fmt.Errorf("%s:%d: case %s: %w", name, n, c.ID, err)
+		}
+		if c.Image != "" {
+			if _, err := hex.DecodeString(c.Image); err != nil {
+				return nil, fmt.Errorf("%s:%d: case %s: image: %w", name, n, c.ID, err)
+			}
 		}
 		c.Request.SetDir(dir)
 		out = append(out, c)
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%s: a line longer than %d MiB", name, maxCorpusLine>>20)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no cases: an empty corpus compares nothing", name)
+	}
+	return out, nil
 }
 
 // Verdicts of comparing a corpus case with the model.

@@ -1,7 +1,10 @@
 package verifier
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -16,7 +19,40 @@ import (
 // CO-RE relocations against kernel (as libbpf would against the running kernel's BTF), and
 // describes the maps it references. Programs of other types are skipped.
 func LoadELF(path string, kernel *btf.Spec) ([]Program, error) {
-	spec, err := ebpf.LoadCollectionSpec(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxELFSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxELFSize {
+		return nil, fmt.Errorf("%s: larger than %d MiB, more than a BPF object needs", path, MaxELFSize>>20)
+	}
+	progs, err := ParseELF(data, kernel)
+	if err != nil {
+		return nil, err
+	}
+	if len(progs) == 0 {
+		return nil, fmt.Errorf("%s has no fentry, fexit, fmod_ret or lsm programs", path)
+	}
+	return progs, nil
+}
+
+// MaxELFSize bounds an object LoadELF reads: clang's BPF objects are kilobytes to a few MiB.
+const MaxELFSize = 64 << 20
+
+// ParseELF is LoadELF on an object already in memory. A malformed object is an error, never a
+// crash: cilium/ebpf's ELF reader is not written for hostile input, so its panics are caught.
+func ParseELF(data []byte, kernel *btf.Spec) (progs []Program, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			progs, err = nil, fmt.Errorf("malformed BPF object: %v", r)
+		}
+	}()
+	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +67,6 @@ func LoadELF(path string, kernel *btf.Spec) ([]Program, error) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	var progs []Program
 	for _, n := range names {
 		ps := spec.Programs[n]
 		if ps.Type != ebpf.Tracing && ps.Type != ebpf.LSM {
@@ -43,9 +78,6 @@ func LoadELF(path string, kernel *btf.Spec) ([]Program, error) {
 		}
 		progs = append(progs, Program{Name: n, Section: ps.SectionName, License: ps.License,
 			Maps: maps, Instructions: insns})
-	}
-	if len(progs) == 0 {
-		return nil, fmt.Errorf("%s has no fentry, fexit, fmod_ret or lsm programs", path)
 	}
 	return progs, nil
 }

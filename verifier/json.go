@@ -24,8 +24,20 @@ type jsonProgram struct {
 	Insns      []string `json:"insns"`
 }
 
+// Bounds on a JSON instruction list. A program longer than BPF_COMPLEXITY_LIMIT_INSNS is
+// refused by bpf_prog_load with E2BIG before the verifier runs (privileged loaders; others
+// get BPF_MAXINSNS, 4096).
+const (
+	MaxJSONSize     = 64 << 20
+	MaxJSONPrograms = 4096
+	MaxProgInsns    = 1_000_000
+)
+
 // ParseJSON reads programs in the JSON instruction-list format (see doc.go).
 func ParseJSON(data []byte) ([]Program, error) {
+	if len(data) > MaxJSONSize {
+		return nil, fmt.Errorf("verifier JSON: %d MiB, more than the %d MiB an instruction list may have", len(data)>>20, MaxJSONSize>>20)
+	}
 	var f jsonFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -34,6 +46,9 @@ func ParseJSON(data []byte) ([]Program, error) {
 	}
 	if len(f.Programs) == 0 {
 		return nil, fmt.Errorf("verifier JSON: no programs")
+	}
+	if len(f.Programs) > MaxJSONPrograms {
+		return nil, fmt.Errorf("verifier JSON: %d programs, at most %d in one file", len(f.Programs), MaxJSONPrograms)
 	}
 	var out []Program
 	for i, jp := range f.Programs {
@@ -53,6 +68,9 @@ func ParseJSON(data []byte) ([]Program, error) {
 			}
 		} else if p.AttachType == "" || p.Target == "" {
 			return nil, fmt.Errorf("%s: needs a section, or attach_type and target", where)
+		}
+		if len(jp.Insns) > MaxProgInsns {
+			return nil, fmt.Errorf("%s: %d instructions: the kernel loads at most %d (BPF_COMPLEXITY_LIMIT_INSNS) and fails with E2BIG", where, len(jp.Insns), MaxProgInsns)
 		}
 		insns, err := ParseInstructions(jp.Insns, jp.Maps)
 		if err != nil {

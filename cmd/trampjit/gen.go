@@ -3,12 +3,9 @@ package main
 import (
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -63,18 +60,31 @@ func (r *requestFlags) build(fs *flag.FlagSet) (*jit.Request, error) {
 		}
 		return jit.ReadRequest(r.request)
 	}
-	req := &jit.Request{Arch: btfmodel.Arch(r.arch), Kernel: btfmodel.Kernel(r.kernel), BTF: r.btf, Func: r.fn, Proto: r.proto,
-		Features: jit.Features{IBT: r.ibt, Rethunk: r.rethunk, CallDepth: r.callDepth}}
-	if a, err := btfmodel.ParseArch(r.arch); err == nil {
-		req.Arch = a
+	k, err := btfmodel.ParseKernel(r.kernel)
+	if err != nil {
+		return nil, usageErr("--kernel: %v", err)
 	}
-	for _, k := range []struct {
+	a, err := btfmodel.ParseArch(r.arch)
+	if err != nil {
+		return nil, usageErr("--arch: %v", err)
+	}
+	req := &jit.Request{Arch: a, Kernel: k, BTF: r.btf, Func: r.fn, Proto: r.proto,
+		Features: jit.Features{IBT: r.ibt, Rethunk: r.rethunk, CallDepth: r.callDepth}}
+	counts := []struct {
 		kind jit.Kind
 		n    int
-	}{{jit.Fentry, r.fentry}, {jit.Fexit, r.fexit}, {jit.ModRet, r.modret}, {jit.LSM, r.lsm}} {
+	}{{jit.Fentry, r.fentry}, {jit.Fexit, r.fexit}, {jit.ModRet, r.modret}, {jit.LSM, r.lsm}}
+	total := 0
+	for _, k := range counts {
 		if k.n < 0 {
 			return nil, usageErr("--%s must not be negative", strings.ReplaceAll(string(k.kind), "_", "-"))
 		}
+		// Checked before anything is built: a count is a flag, not a promise of memory.
+		if total += k.n; k.n > jit.MaxTrampLinks || total > jit.MaxTrampLinks {
+			return nil, usageErr("%d programs on one trampoline: the kernel allows %d (BPF_MAX_TRAMP_LINKS) and fails the link with E2BIG", total, jit.MaxTrampLinks)
+		}
+	}
+	for _, k := range counts {
 		for i := 0; i < k.n; i++ {
 			req.Progs = append(req.Progs, jit.Prog{Kind: k.kind, Sleepable: r.sleepable, FuncIP: r.funcIP})
 		}
@@ -144,9 +154,14 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	w, commit, err := outputFile(outPath, stdout)
-	if err != nil {
-		return err
+	w := stdout
+	if outPath != "" {
+		o, err := createOutput(outPath)
+		if err != nil {
+			return err
+		}
+		defer o.abort()
+		w = o
 	}
 	switch out.format {
 	case "bin":
@@ -154,8 +169,8 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	case "hex":
 		_, err = fmt.Fprintln(w, hex.EncodeToString(img.Code))
 	case "json":
-		lines, err := jit.BuildListing(img, dis, tr.Symbols())
-		if err != nil {
+		var lines []jit.Line
+		if lines, err = jit.BuildListing(img, dis, tr.Symbols()); err != nil {
 			return err
 		}
 		res := genJSON{Arch: string(req.Arch), Kernel: string(req.Kernel), Size: len(img.Code),
@@ -170,28 +185,8 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return commit()
-}
-
-// outputFile returns a writer for -o: a temporary file renamed into place on commit, so an
-// error leaves nothing half-written.
-func outputFile(path string, stdout io.Writer) (io.Writer, func() error, error) {
-	if path == "" {
-		return stdout, func() error { return nil }, nil
+	if o, ok := w.(*outFile); ok {
+		return o.commit()
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".trampjit-*")
-	if err != nil {
-		return nil, nil, err
-	}
-	return f, func() error {
-		if err := f.Close(); err != nil {
-			os.Remove(f.Name())
-			return err
-		}
-		if err := os.Rename(f.Name(), path); err != nil {
-			os.Remove(f.Name())
-			return errors.Join(err)
-		}
-		return nil
-	}, nil
+	return nil
 }

@@ -7,9 +7,19 @@ import (
 	"io"
 	"os"
 	"sort"
+
+	"github.com/trampjit/trampjit/internal/suggest"
 )
 
-// exitError carries an exit status: 1 for bad input or a failed check, 2 for usage.
+// The exit statuses of every command (README "Exit status").
+const (
+	exitFailed      = 1   // bad input, or a check failed
+	exitUsage       = 2   // bad flags or arguments
+	exitDisagree    = 3   // the model and a real kernel disagree
+	exitInterrupted = 130 // SIGINT or SIGTERM: stopped, nothing half-written
+)
+
+// exitError carries an exit status other than exitFailed.
 type exitError struct {
 	code int
 	err  error
@@ -19,7 +29,7 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(format string, args ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
 
 type command struct {
@@ -34,12 +44,6 @@ var commands = map[string]command{
 	"verify": {"check BPF programs with the verifier model", runVerify},
 	"kernel": {"capture trampolines, runs and verdicts from real kernels under qemu", runKernel},
 	"diff":   {"compare generated images with a kernel corpus", runDiff},
-}
-
-func notYet(name string) func([]string, io.Writer, io.Writer) error {
-	return func([]string, io.Writer, io.Writer) error {
-		return &exitError{code: 2, err: errors.New("not implemented yet")}
-	}
 }
 
 func usage(w io.Writer) {
@@ -62,7 +66,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
-		return 2
+		return exitUsage
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -71,18 +75,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "trampjit: unknown command %q\n", args[0])
-		usage(stderr)
-		return 2
+		names := make([]string, 0, len(commands))
+		for n := range commands {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(stderr, "trampjit: unknown command %q%s; run 'trampjit -h' for the commands\n", args[0], suggest.Hint(args[0], names, ""))
+		return exitUsage
 	}
-	err := cmd.run(args[1:], stdout, stderr)
-	if err == nil {
+	out := &stdoutChecker{w: stdout}
+	err := cmd.run(args[1:], out, stderr)
+	if err == nil && out.err != nil {
+		err = fmt.Errorf("write standard output: %w", out.err)
+	}
+	if err == nil || errors.Is(err, errHelp) {
 		return 0
 	}
-	if errors.Is(err, errHelp) {
-		return 0
-	}
-	code := 1
+	code := exitFailed
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code

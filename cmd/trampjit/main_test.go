@@ -67,7 +67,7 @@ func TestModelErrors(t *testing.T) {
 		{[]string{"model", "--btf", "main.go", "--func", "f"}, 1, "not BTF"},
 		{[]string{"model", "--btf", btf612, "--func", "bpf_trace_run12"}, 1, "The function bpf_trace_run12 has 13 arguments. Too many."},
 		{[]string{"model", "--proto", "struct big { u64 a[3]; }; int f(struct big b)"}, 1, "The function f arg0 type STRUCT is unsupported."},
-		{[]string{"model", "--proto", "int f(in a)"}, 1, "proto:7: unknown type name 'in'"},
+		{[]string{"model", "--proto", "int f(in a)"}, 1, "--proto: line 1, column 7: unknown type name 'in'"},
 		{[]string{"model", "--proto", "int f(void)", "--kernel", "5.15"}, 2, "unknown kernel profile"},
 		{[]string{"model", "--proto", "int f(void)", "--arch", "riscv"}, 2, "unknown architecture"},
 		{[]string{"model", "--proto", "int f(void)", "--format", "yaml"}, 2, "unknown --format"},

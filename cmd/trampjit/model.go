@@ -118,6 +118,9 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	if err := out.check("text", "json"); err != nil {
 		return err
 	}
+	if t.basePath != "" && t.btfPath == "" {
+		return usageErr("--base is the base of split BTF given with --btf; give --btf too")
+	}
 	var err error
 	if t.kernel, err = btfmodel.ParseKernel(kernel); err != nil {
 		return usageErr("--kernel: %v", err)
@@ -226,7 +229,8 @@ func readErrorInjection(path string) (map[string]bool, error) {
 	}
 	defer f.Close()
 	set := map[string]bool{}
-	sc := bufio.NewScanner(f)
+	// The list of a kernel with every function annotated is tens of KiB.
+	sc := bufio.NewScanner(io.LimitReader(f, 16<<20))
 	for sc.Scan() {
 		if fields := strings.Fields(sc.Text()); len(fields) > 0 {
 			set[fields[0]] = true

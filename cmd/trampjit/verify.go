@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -60,16 +59,9 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	// Files may come before or after the flags.
-	var files []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return parseFlags(fs, args)
-		}
-		args = fs.Args()
-		if len(args) > 0 {
-			files = append(files, args[0])
-			args = args[1:]
-		}
+	files, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
 	}
 	if err := out.check("text", "json"); err != nil {
 		return err
@@ -226,7 +218,7 @@ func firstOf(s ...string) string {
 // readPrograms reads an ELF object or a JSON instruction list.
 func readPrograms(path string, env verifier.Env) ([]verifier.Program, error) {
 	if strings.EqualFold(filepath.Ext(path), ".json") {
-		data, err := os.ReadFile(path)
+		data, err := readLimited(path, verifier.MaxJSONSize)
 		if err != nil {
 			return nil, err
 		}
