@@ -10,7 +10,10 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/kernel"
@@ -71,10 +74,46 @@ func (p *profileFlags) check() error {
 	return nil
 }
 
-// interruptible cancels the context on Ctrl-C so guests are killed, not left behind.
+// interruptible cancels the context on SIGINT or SIGTERM, so that guests are stopped and
+// their work directories removed before trampjit exits (asInterrupt then gives 130).
+// Later signals are absorbed: the shutdown takes well under a second.
 func interruptible() (context.Context, func()) {
-	return signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-ch:
+			cancel(&interruptError{s})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel(nil) }
 }
+
+// interruptError is the cause of a context that interruptible ended.
+type interruptError struct{ sig os.Signal }
+
+func (e *interruptError) Error() string {
+	if s, ok := e.sig.(syscall.Signal); ok {
+		return "interrupted by " + unix.SignalName(s)
+	}
+	return fmt.Sprintf("interrupted by %v", e.sig)
+}
+
+// asInterrupt turns the error of a command whose context a signal ended into exit 130.
+func asInterrupt(ctx context.Context, err error) error {
+	var ie *interruptError
+	if err == nil || !errors.As(context.Cause(ctx), &ie) {
+		return err
+	}
+	return &exitError{code: exitInterrupted, err: fmt.Errorf("%v: %w", ie, err)}
+}
+
+// kernelExitStatus is the exit-status paragraph of the guest commands' help.
+const kernelExitStatus = `Exit status: 0 done; 1 bad input or a failed run; 2 usage;
+130 interrupted (SIGINT or SIGTERM): the guests are stopped and nothing is left behind.
+`
 
 func runKernelFetch(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("kernel fetch", stderr)
@@ -102,7 +141,7 @@ func runKernelFetch(args []string, stdout, stderr io.Writer) error {
 	for _, t := range targets {
 		k, err := kernel.Fetch(ctx, t[0], t[1], stderr)
 		if err != nil {
-			return err
+			return asInterrupt(ctx, err)
 		}
 		got = append(got, k)
 		if out.format == "text" {
@@ -151,6 +190,15 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&copyBTF, "btf", false, "also copy the guest's vmlinux BTF out (vmlinux.btf.xz)")
 	fs.BoolVar(&host, "host", false, "capture on the running kernel instead of a guest (root; refuses where the kernel does)")
 	out.register(fs, "text or json")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: trampjit kernel capture [--cases FILE] [--only ID] [-o DIR] [--btf] [--host] [flags]\n\n"+
+			"-o DIR is checked before anything boots and replaced whole, only once every case is in.\n"+
+			"An interrupted capture leaves DIR as it was and keeps the cases that completed in\n"+
+			"DIR%s, whose %s file names the missing ones (nothing when none completed).\n"+
+			"A cases file may hold %d MiB, %d cases, %d programs per case.\n\n%s\n",
+			kernel.PartialSuffix, kernel.PartialNote, kernel.MaxCasesFileSize>>20, kernel.MaxCases, kernel.MaxCaseProgs, kernelExitStatus)
+		fs.PrintDefaults()
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -196,7 +244,7 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 			OutDir: outDir, Jobs: jobs, Timeout: timeout, CopyBTF: copyBTF, Progress: stderr})
 	}
 	if err != nil {
-		return err
+		return asInterrupt(ctx, err)
 	}
 	if out.format == "json" {
 		return json.NewEncoder(stdout).Encode(rep.Cases)

@@ -35,7 +35,7 @@ func kernelPrograms(files []string, spec *btf.Spec) ([]wire.VerifyProgram, error
 	var out []wire.VerifyProgram
 	for _, f := range files {
 		if strings.EqualFold(filepath.Ext(f), ".json") {
-			data, err := os.ReadFile(f)
+			data, err := kernel.ReadFileLimit(f, "JSON instruction list", kernel.MaxVerifyFileSize)
 			if err != nil {
 				return nil, err
 			}
@@ -103,6 +103,12 @@ func runKernelVerify(args []string, stdout, stderr io.Writer) error {
 	fs.UintVar(&level, "log-level", 1, "BPF_PROG_LOAD log level: 1, or 2 for every instruction's state")
 	fs.BoolVar(&host, "host", false, "load on the running kernel instead of a guest (root; skips where the kernel refuses)")
 	out.register(fs, "text or json")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: trampjit kernel verify PROG.o|PROGS.json ... [flags]\n\n"+
+			"A JSON instruction list may hold %d MiB; a run at most %d programs of %d instructions\n"+
+			"(BPF_COMPLEXITY_LIMIT_INSNS).\n\n%s\n", kernel.MaxVerifyFileSize>>20, kernel.MaxVerifyPrograms, kernel.MaxProgramInsns, kernelExitStatus)
+		fs.PrintDefaults()
+	}
 	files, err := splitArgs(fs, args)
 	if err != nil {
 		return parseFlags(fs, args)
@@ -141,7 +147,7 @@ func runKernelVerify(args []string, stdout, stderr io.Writer) error {
 		res, err = kernel.Verify(ctx, opts)
 	}
 	if err != nil {
-		return err
+		return asInterrupt(ctx, err)
 	}
 	if out.format == "json" {
 		enc := json.NewEncoder(stdout)
