@@ -37,10 +37,12 @@ func parseWords(flagName, s string) ([]uint64, error) {
 	return out, nil
 }
 
-// maxCount bounds --count: every call is checked, and a million calls of a 2-program
-// image take ~2 s under unicorn (~0.5 M hits/s), ~20 s for the largest images, which is
-// also the native engine's deadline at the bound (1 s plus 20 µs per call).
-const maxCount = 1000000
+// maxCount bounds --count, so that a run ends in bounded time on either engine. Under
+// unicorn the instruction budget is count times the per-call budget (100,000): a looping
+// image at the bound runs 1e10 instructions, ~25 s at the ~400 M/s unicorn manages on a
+// tight loop, and a correct 38-program image takes ~10 s (~10 k calls/s). Natively each
+// call has its own budget and the child's deadline at the bound is 3.5 s.
+const maxCount = 100000
 
 // requestFlagNames are the flags that build a request (requestFlags.register).
 func requestFlagNames() map[string]bool {
