@@ -49,9 +49,40 @@ type Options struct {
 	Root    string        // module root
 	Seed    uint64        // sampling seed
 	Cap     int           // mutants per package (after dropping those that do not compile)
-	Timeout time.Duration // per mutant; 0 means 10x the baseline run plus a minute
+	Timeout time.Duration // per mutant; 0 means 5x the baseline run plus 30s
 	Equiv   map[string]string
 	Log     io.Writer
+	// Prev is a previous run's outcomes per package, in its order; when set, only its
+	// survivors are run again.
+	Prev map[string][]Prior
+}
+
+// Prior is one mutant's outcome in a previous run.
+type Prior struct {
+	ID      string  `json:"id"`
+	Outcome Outcome `json:"outcome"`
+}
+
+// again orders muts as prev did, keeping the killed outcomes and dropping mutants prev did
+// not try. A previous mutant no longer generated (its line moved) is reported missing.
+func again(muts []Mutant, prev []Prior) ([]Mutant, map[string]Outcome) {
+	byID := map[string]Mutant{}
+	for _, m := range muts {
+		byID[m.ID()] = m
+	}
+	kept := map[string]Outcome{}
+	var out []Mutant
+	for _, p := range prev {
+		m, ok := byID[p.ID]
+		if !ok {
+			m = Mutant{Desc: p.ID + " (no longer generated: the file changed)"}
+			kept[m.ID()] = Survived
+		} else if p.Outcome == Killed || p.Outcome == TimedOut {
+			kept[p.ID] = p.Outcome
+		}
+		out = append(out, m)
+	}
+	return out, kept
 }
 
 // Sample lists a target's mutants in a seed-determined order.
@@ -108,12 +139,23 @@ func Run(ctx context.Context, t Target, o Options) ([]Result, error) {
 	}
 	timeout := o.Timeout
 	if timeout == 0 {
-		timeout = 10*time.Since(start) + time.Minute
+		timeout = 5*time.Since(start) + 30*time.Second
 	}
 	fmt.Fprintf(o.Log, "== %s: %d mutants, baseline %s, timeout %s\n", t.Dir, len(muts), time.Since(start).Round(time.Second), timeout)
 	var res []Result
 	compiled := 0
+	var prevOK map[string]Outcome
+	if o.Prev != nil {
+		// Re-run only what survived last time, in last time's order; what was killed stays
+		// killed (tests are only added between runs).
+		muts, prevOK = again(muts, o.Prev[t.Dir])
+	}
 	for i, m := range muts {
+		if was, ok := prevOK[m.ID()]; ok {
+			res = append(res, Result{Mutant: m, Outcome: was})
+			compiled++
+			continue
+		}
 		if compiled >= o.Cap {
 			break
 		}

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,7 +37,9 @@ func main() {
 	capN := flag.Int("cap", 60, "mutants per package (that compile)")
 	equiv := flag.String("equiv", "", "markdown file listing equivalent mutants (\"- `ID` — reason\")")
 	out := flag.String("o", "", "write the figures (markdown) to this file as well")
-	timeout := flag.Duration("timeout", 0, "per-mutant timeout (default: 10x the baseline + 1m)")
+	jsonOut := flag.String("json", "", "write every mutant's outcome (JSON) to this file, for -rerun")
+	rerun := flag.String("rerun", "", "a previous -json file: run its survivors again, keep its kills")
+	timeout := flag.Duration("timeout", 0, "per-mutant timeout (default: 5x the baseline + 30s)")
 	flag.Parse()
 	root, err := os.Getwd()
 	if err != nil {
@@ -58,9 +61,19 @@ func main() {
 	if len(pkgs) == 0 {
 		pkgs = defaults
 	}
+	var prev map[string][]mutation.Prior
+	if *rerun != "" {
+		data, err := os.ReadFile(*rerun)
+		if err != nil {
+			fatal(err)
+		}
+		if err := json.Unmarshal(data, &prev); err != nil {
+			fatal(fmt.Errorf("%s: %v", *rerun, err))
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	o := mutation.Options{Root: root, Seed: *seed, Cap: *capN, Timeout: *timeout, Equiv: eq, Log: os.Stdout}
+	o := mutation.Options{Root: root, Seed: *seed, Cap: *capN, Timeout: *timeout, Equiv: eq, Log: os.Stdout, Prev: prev}
 	var tallies []mutation.Tally
 	results := map[string][]mutation.Result{}
 	start := time.Now()
@@ -81,6 +94,22 @@ func main() {
 	fmt.Fprintf(&b, "seed %d, cap %d per package, %s\n\n", *seed, *capN, time.Since(start).Round(time.Second))
 	mutation.WriteMarkdown(&b, tallies, results)
 	fmt.Print("\n" + b.String())
+	if *jsonOut != "" {
+		all := map[string][]mutation.Prior{}
+		for dir, rs := range results {
+			for _, r := range rs {
+				o := r.Outcome
+				if o == mutation.Equivalent {
+					o = mutation.Survived
+				}
+				all[dir] = append(all[dir], mutation.Prior{ID: r.Mutant.ID(), Outcome: o})
+			}
+		}
+		data, _ := json.MarshalIndent(all, "", " ")
+		if err := os.WriteFile(*jsonOut, append(data, '\n'), 0o644); err != nil {
+			fatal(err)
+		}
+	}
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
 			fatal(err)
