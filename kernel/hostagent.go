@@ -29,11 +29,11 @@ func runHostAgent(ctx context.Context, req wire.Request, progress io.Writer, onF
 	if progress == nil {
 		progress = io.Discard
 	}
-	dir, err := os.MkdirTemp("", "trampjit-host-")
+	dir, cleanup, err := makeWorkDir("trampjit-host-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer cleanup()
 	agent, err := vm.BuildAgent(ctx, runtime.GOARCH, dir)
 	if err != nil {
 		return err
@@ -101,10 +101,9 @@ func guestSetup(ctx context.Context, kernel, arch, workDir string, progress io.W
 	}
 	work = workDir
 	if work == "" {
-		if work, err = os.MkdirTemp("", "trampjit-guest-"); err != nil {
-			return nil, "", "", cleanup, err
+		if work, cleanup, err = makeWorkDir("trampjit-guest-"); err != nil {
+			return nil, "", "", func() {}, err
 		}
-		cleanup = func() { os.RemoveAll(work) }
 	}
 	if agent, err = vm.BuildAgent(ctx, arch, filepath.Join(work, "agent")); err != nil {
 		cleanup()
