@@ -87,9 +87,11 @@ func jsonErr(data []byte, err error) error {
 
 // Validate checks what can be checked without BTF, with the kernel's limits.
 func (r *Request) Validate() error {
-	if _, err := btfmodel.ParseArch(string(r.Arch)); err != nil || r.Arch == "" {
+	a, err := btfmodel.ParseArch(string(r.Arch))
+	if err != nil || r.Arch == "" {
 		return fmt.Errorf("request: arch %q: want amd64 or arm64", r.Arch)
 	}
+	r.Arch = a // x86_64 and aarch64 are accepted as aliases; backends know one name each
 	if _, err := btfmodel.ParseKernel(string(r.Kernel)); err != nil {
 		return fmt.Errorf("request: kernel %q: want 6.1 or 6.12", r.Kernel)
 	}

@@ -66,6 +66,17 @@ func TestResolveValidates(t *testing.T) {
 	}
 }
 
+// Architecture aliases validate to the backend's own name (x86_64 used to pass validation
+// and then find no backend).
+func TestArchAlias(t *testing.T) {
+	for alias, want := range map[string]string{"x86_64": "amd64", "aarch64": "arm64"} {
+		req, err := ParseRequest(strings.NewReader(`{"arch":"`+alias+`","kernel":"6.12","proto":"int f(int a)","progs":[{"kind":"fentry"}]}`), "")
+		if err != nil || string(req.Arch) != want {
+			t.Errorf("%s: %v, arch %q; want %q", alias, err, req.Arch, want)
+		}
+	}
+}
+
 func TestCookies(t *testing.T) {
 	doc := `{"arch":"arm64","kernel":"6.12","proto":"int f(int a)","progs":[
 		{"kind":"fentry","cookie":0},{"kind":"fentry","cookie":7},{"kind":"fentry","cookie":"0xffffffff"},

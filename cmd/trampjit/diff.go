@@ -91,7 +91,7 @@ func runDiff(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout)
 	}
 	if res.Same != res.Images || res.Agreed != res.Refused-res.Unmod {
-		return &exitError{code: 1, err: errReported}
+		return &exitError{code: exitDisagree, err: errReported}
 	}
 	return nil
 }

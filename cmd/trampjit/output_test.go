@@ -232,3 +232,41 @@ func TestDiffRefusesBadCorpora(t *testing.T) {
 		}
 	}
 }
+
+// A kernel image the model does not reproduce is a disagreement with the kernel: exit 3.
+func TestDiffDisagreementExit(t *testing.T) {
+	good, err := os.ReadFile("../../testdata/kernel/6.1-arm64/cases.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(string(good), "\n") {
+		if strings.Contains(l, `"image":"`) {
+			line = l
+			break
+		}
+	}
+	dir := t.TempDir()
+	// The corpus's BTF is referenced relative to the corpus directory.
+	if err := os.Symlink(filepath.Join(mustAbs(t, "../../testdata/kernel/6.1-arm64"), "vmlinux.btf.xz"), filepath.Join(dir, "vmlinux.btf.xz")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "cases.jsonl"), []byte(line+"\n"), 0o644)
+	if code, out, e := trampjit("diff", "--corpus", dir); code != 0 {
+		t.Fatalf("the kernel's own case: exit %d\n%s%s", code, out, e)
+	}
+	i := strings.LastIndex(line, `"image":"`) + len(`"image":"`) // the case's, after the request's addrs.image
+	flipped := line[:i] + "00000000" + line[i+8:] // the first instruction, zeroed
+	os.WriteFile(filepath.Join(dir, "cases.jsonl"), []byte(flipped+"\n"), 0o644)
+	if code, out, e := trampjit("diff", "--corpus", dir); code != exitDisagree || !strings.Contains(out, "differ") {
+		t.Errorf("a changed image: exit %d\n%s%s; want exit 3 and the difference", code, out, e)
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}

@@ -122,7 +122,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if disagree > 0 {
-			return &exitError{code: 1, err: errReported}
+			return &exitError{code: exitDisagree, err: errReported}
 		}
 		return nil
 	}
@@ -172,7 +172,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	if against {
 		fmt.Fprintf(stdout, "%d/%d agree with the kernel\n", len(res.Programs)-disagree, len(res.Programs))
 		if disagree > 0 {
-			return &exitError{code: 1, err: errReported}
+			return &exitError{code: exitDisagree, err: errReported}
 		}
 	}
 	return nil
