@@ -87,8 +87,14 @@
 // refused. A run that fails natively (a check, a signal, a timeout, a changed frame) is
 // replayed under Unicorn with Go hooks at the same addresses to say what differed, and the
 // run check adds what the CPU did (signal, faulting address, pc). Crashes never reach the
-// Go process: the child has its own signal handlers on an alternate stack, a timer and a
-// CPU limit (emu/native's doc). Natively the budget is a timeout, not an instruction count.
+// Go process: the child has its own signal handlers on an alternate stack. It is confined
+// (emu/native's doc): its own process group, no descriptors, no capabilities, no new
+// privileges, rlimits, and a seccomp filter that refuses every system call the harness does
+// not make, so a system call in an image is reported as a violation and never runs.
+// Natively the budget is a per-call time tick, independent of the call count, and a hard
+// deadline for the whole run, after which the process group is killed. Bytes that are not
+// trampjit's own (RunImage: a corpus case's image) run natively only with
+// Options.UntrustedNative.
 // Reports equal Unicorn's except for the engine's name, the rate and the budget's wording.
 //
 // Native cost (cost_native.go, BenchmarkNativeCost, docs/cost.md): one child runs, per
