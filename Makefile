@@ -7,12 +7,24 @@ FUZZTIME ?= 60s
 BENCHTIME ?= 1s
 TESTTIMEOUT ?= 60m
 
+# libunicorn: by default the newest Debian ships (sid's; its library needs only libc6 >= 2.34),
+# which `make deps` fetches into $$XDG_CACHE_HOME/trampjit/unicorn (or ~/.cache/trampjit) and the
+# build links by pkg-config path and rpath; UNICORN=system builds against libunicorn-dev.
+UNICORN ?= newest
+TJCACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/trampjit
+UCPC := $(TJCACHE)/unicorn/current/pkgconfig
+# UCENV starts a recipe line that compiles cgo code. It is shell, not make, so that a library
+# fetched by deps earlier in the same run is seen.
+UCENV = if [ "$(UNICORN)" != system ] && [ -f "$(UCPC)/unicorn.pc" ]; then \
+	export PKG_CONFIG_PATH="$$(realpath "$(UCPC)")"; \
+	export CGO_LDFLAGS="-Wl,-rpath,$$(pkg-config --variable=libdir unicorn)"; fi;
+
 # Debian packages the build and the tests use: libunicorn for emu (cgo), qemu for the kernel
 # guests, binutils for both architectures as independent encoders, clang for BPF objects.
 DEBS := gcc libc6-dev pkg-config libunicorn-dev qemu-system-x86 qemu-system-arm \
 	binutils binutils-aarch64-linux-gnu clang llvm xz-utils ca-certificates
 
-.PHONY: all deps build demo test vet bench golden fuzz kernels corpus clean
+.PHONY: all deps build demo test vet tidy nocgo bench golden fuzz kernels corpus clean
 
 all: build
 
@@ -27,9 +39,12 @@ deps:
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 	@command -v $(GO) >/dev/null || { echo "Go is not installed (need Go 1.26)"; exit 1; }
+	@if [ "$(UNICORN)" != system ]; then $(GO) run ./internal/fetchunicorn || \
+		echo "note: no newer libunicorn could be fetched; building against the system's ($$(pkg-config --modversion unicorn))"; fi
+	@$(UCENV) echo "libunicorn $$(pkg-config --modversion unicorn) ($${PKG_CONFIG_PATH:-system libunicorn-dev})"
 
 build: deps
-	$(GO) build -o bin/trampjit ./cmd/trampjit
+	@$(UCENV) $(GO) build -o bin/trampjit ./cmd/trampjit
 
 demo: build
 	@echo "== the trampoline model of a real kernel function (Debian 6.12, x86_64)"
@@ -51,13 +66,26 @@ demo: build
 	bin/trampjit verify cmd/trampjit/testdata/verify.bpf.o --btf testdata/kernel/6.12-amd64/vmlinux.btf.xz --kernel 6.12
 
 vet:
-	$(GO) vet ./...
+	@$(UCENV) $(GO) vet ./...
 
-test: deps vet
-	$(GO) test -timeout $(TESTTIMEOUT) ./...
+test: deps vet tidy nocgo
+	@$(UCENV) $(GO) test -timeout $(TESTTIMEOUT) ./...
 
+# go.mod and go.sum are what `go mod tidy` makes of them.
+tidy:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+
+# Without cgo the CLI still builds (gen, model, verify, diff; run says why it cannot).
+nocgo:
+	CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/trampjit
+
+# Every benchmark on the library the build uses, then the emulation ones again on the
+# system's libunicorn when that is another.
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+	@$(UCENV) $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+	@if [ "$(UNICORN)" != system ] && [ -f "$(UCPC)/unicorn.pc" ]; then \
+		echo "== emu benchmarks again on the system's libunicorn $$(pkg-config --modversion unicorn)"; \
+		$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./emu/...; fi
 
 # Regenerate golden files; review the diff, then commit.
 golden: deps
