@@ -11,6 +11,7 @@ import (
 
 	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/emu"
+	uc "github.com/trampjit/trampjit/emu/unicorn"
 	"github.com/trampjit/trampjit/jit"
 	"github.com/trampjit/trampjit/kernel"
 )
@@ -269,9 +270,12 @@ func TestReportJSON(t *testing.T) {
 	}
 	var top map[string]json.RawMessage
 	json.Unmarshal(b, &top)
-	want := "args checks engine hits hits_per_sec ok original_called programs ret"
+	want := "args checks engine hits hits_per_sec libunicorn ok original_called programs ret"
 	if got := keys(top); got != want {
 		t.Errorf("report keys %q, want %q", got, want)
+	}
+	if v := string(top["libunicorn"]); v != `"`+uc.Version()+`"` {
+		t.Errorf("libunicorn %s, the library says %s", v, uc.Version())
 	}
 	var progs []map[string]json.RawMessage
 	json.Unmarshal(top["programs"], &progs)
@@ -332,7 +336,7 @@ func TestReportText(t *testing.T) {
 	if err := r.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ok  (unicorn, 1 call(s)", "returned  0x4  (original skipped)", "fentry    yes  0x9", "fmod_ret  yes  0x0                 [0x3 0x0]", "original      ok    skipped"} {
+	for _, want := range []string{"ok  (unicorn, 1 call(s)", ", libunicorn " + uc.Version() + ")", "returned  0x4  (original skipped)", "fentry    yes  0x9", "fmod_ret  yes  0x0                 [0x3 0x0]", "original      ok    skipped"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}

@@ -58,6 +58,9 @@ type Report struct {
 	Checks         []Check      `json:"checks"`
 	Hits           uint64       `json:"hits"`
 	HitsPerSec     float64      `json:"hits_per_sec"`
+	// Libunicorn is the version of the libunicorn a Unicorn run ran on (uc_version),
+	// e.g. "2.1.4"; emulation speed and some behaviour depend on it.
+	Libunicorn string `json:"libunicorn,omitempty"`
 }
 
 // ProgReport is what one program saw on the first call, in attach order. Ctx holds the
@@ -125,6 +128,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "%s  (%s, %d call(s)", verdict, r.Engine, r.Hits)
 	if r.HitsPerSec > 0 {
 		fmt.Fprintf(&b, ", %.0f calls/s", r.HitsPerSec)
+	}
+	if r.Libunicorn != "" {
+		fmt.Fprintf(&b, ", libunicorn %s", r.Libunicorn)
 	}
 	fmt.Fprintf(&b, ")\nargs      %s\nreturned  %#x", hexList(r.Args), r.Ret)
 	if !r.OriginalCalled {

@@ -11,7 +11,7 @@ import (
 // report turns a finished run into a Report: the checks of the first failing call (or
 // the run's own failure), and what the first call observed.
 func (l *Loaded) report(x uc.Exit, err error) *Report {
-	r := &Report{Engine: "unicorn", Args: append([]uint64{}, l.opts.Args...), Hits: l.hits}
+	r := &Report{Engine: "unicorn", Libunicorn: uc.Version(), Args: append([]uint64{}, l.opts.Args...), Hits: l.hits}
 	var fails []Check
 	if l.fail != nil {
 		fails = l.fail.fails
