@@ -36,6 +36,11 @@ func runDiff(args []string, stdout, stderr io.Writer) error {
 	if dir == "" {
 		return usageErr("need --corpus DIR")
 	}
+	if out.format == "json" {
+		if err := refuseFlags(fs, "with --format json (JSON lists every case)", "all"); err != nil {
+			return err
+		}
+	}
 	cases, err := kernel.ReadCorpus(dir)
 	if err != nil {
 		return err

@@ -186,6 +186,8 @@ func TestExitCodesAndFlagErrors(t *testing.T) {
 		{[]string{"gen", "--btf", btf612, "--func", "tcp_v4_conect", "--fentry", "1"}, 1, "did you mean tcp_v4_connect"},
 		{[]string{"model", "--base", btf612, "--proto", "int f(int a)"}, 2, "--base is the base of split BTF"},
 		{[]string{"gne"}, 2, "unknown command \"gne\" (did you mean gen?)"},
+		{[]string{"diff", "--corpus", "x", "--format", "json", "--all"}, 2, "--all does not apply with --format json"},
+		{[]string{"verify", "x.json", "--format", "json", "--log"}, 2, "--log does not apply with --format json"},
 	} {
 		code, _, e := trampjit(c.args...)
 		if code != c.code || !strings.Contains(e, c.msg) {

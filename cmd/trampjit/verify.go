@@ -69,6 +69,11 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	if len(files) == 0 {
 		return usageErr("no programs: give ELF objects (.o) or JSON instruction lists (.json)")
 	}
+	if out.format == "json" {
+		if err := refuseFlags(fs, "with --format json (JSON always has the whole log)", "log"); err != nil {
+			return err
+		}
+	}
 	k, err := btfmodel.ParseKernel(kernel)
 	if err != nil {
 		return usageErr("--kernel: %v", err)
