@@ -49,3 +49,16 @@ func TestReadCorpusFile(t *testing.T) {
 		t.Errorf("a directory as cases.jsonl: %v", err)
 	}
 }
+
+// A partial capture (an interrupted `kernel capture`) is never read as a corpus.
+func TestReadCorpusRefusesPartial(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "cases.jsonl"), []byte(`{"id":"a","request":{"arch":"amd64","kernel":"6.12","proto":"int f(int a)","progs":[{"kind":"fentry"}]},"image":"c3"}`+"\n"), 0o644)
+	if _, err := ReadCorpus(dir); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, PartialNote), []byte("missing: b\n"), 0o644)
+	if _, err := ReadCorpus(dir); err == nil || !strings.Contains(err.Error(), "interrupted capture") {
+		t.Errorf("got %v", err)
+	}
+}

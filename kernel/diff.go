@@ -27,6 +27,9 @@ const (
 
 // ReadCorpus reads a corpus directory's cases.jsonl; each request's BTF resolves against dir.
 func ReadCorpus(dir string) ([]CorpusCase, error) {
+	if _, err := os.Stat(filepath.Join(dir, PartialNote)); err == nil {
+		return nil, fmt.Errorf("read corpus: %s is an interrupted capture (its %s file lists the missing cases), not a corpus", dir, PartialNote)
+	}
 	path := filepath.Join(dir, "cases.jsonl")
 	f, err := os.Open(path)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/internal/suggest"
 	"github.com/trampjit/trampjit/kernel"
 )
 
@@ -49,7 +50,12 @@ func runKernel(args []string, stdout, stderr io.Writer) error {
 	}
 	cmd, ok := kernelCommands[args[0]]
 	if !ok {
-		return usageErr("unknown kernel subcommand %q", args[0])
+		names := make([]string, 0, len(kernelCommands))
+		for n := range kernelCommands {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return usageErr("unknown kernel subcommand %q%s; run 'trampjit kernel -h' for the subcommands", args[0], suggest.Hint(args[0], names, ""))
 	}
 	return cmd.run(args[1:], stdout, stderr)
 }
@@ -208,6 +214,13 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	if err := p.check(); err != nil {
 		return err
 	}
+	if host {
+		// The running kernel is captured in place: nothing boots, and the report goes to
+		// standard output only.
+		if err := refuseFlags(fs, "with --host (the running kernel, no guest)", "o", "jobs", "timeout", "btf", "arch"); err != nil {
+			return err
+		}
+	}
 	var cases []kernel.Case
 	if casesPath != "" {
 		var err error
@@ -236,8 +249,8 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	if host {
 		rep, err = kernel.CaptureHost(ctx, p.kernel, cases, stderr)
 		if errors.Is(err, kernel.ErrHostNotPermitted) {
-			fmt.Fprintf(stderr, "trampjit kernel capture --host: skipped: %v\n", err)
-			return nil
+			// Nothing was captured: that is not a success.
+			return fmt.Errorf("--host: the running kernel refuses trampolines here, nothing captured: %w", err)
 		}
 	} else {
 		rep, err = kernel.Capture(ctx, kernel.CaptureOptions{Kernel: p.kernel, Arch: p.arch, Cases: cases,
