@@ -92,7 +92,8 @@ golden: deps
 	$(GO) test ./amd64/ ./arm64/ -run Golden -update
 
 # Fuzz every parser for FUZZTIME each.
-FUZZ_TARGETS := btfmodel:FuzzParseProto btfmodel:FuzzLoad jit:FuzzParseRequest kernel:FuzzParseCases kernel/wire:FuzzDecode verifier:FuzzParseJSON
+FUZZ_TARGETS := btfmodel:FuzzParseProto btfmodel:FuzzLoad jit:FuzzParseRequest kernel:FuzzParseCases kernel/wire:FuzzDecode verifier:FuzzParseJSON \
+	kernel:FuzzParseCorpus verifier:FuzzParseELF
 fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$pkg $$fn ($(FUZZTIME))"; \
