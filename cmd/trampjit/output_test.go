@@ -275,3 +275,22 @@ func mustAbs(t *testing.T, p string) string {
 	}
 	return a
 }
+
+// An endless input is refused at its bound, not read into memory (before: /dev/zero as an
+// instruction list ran the machine out of memory).
+func TestVerifyInputBounded(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "zero.json")
+	if err := os.Symlink("/dev/zero", link); err != nil {
+		t.Fatal(err)
+	}
+	code, _, e := trampjit("verify", link, "--btf", "../../testdata/kernel/6.12-amd64/vmlinux.btf.xz")
+	if code != 1 || !strings.Contains(e, "larger than 64 MiB") {
+		t.Errorf("exit %d, %q", code, e)
+	}
+	obj := filepath.Join(t.TempDir(), "zero.o")
+	os.Symlink("/dev/zero", obj)
+	code, _, e = trampjit("verify", obj, "--btf", "../../testdata/kernel/6.12-amd64/vmlinux.btf.xz")
+	if code != 1 || !strings.Contains(e, "larger than 64 MiB") {
+		t.Errorf("object: exit %d, %q", code, e)
+	}
+}
