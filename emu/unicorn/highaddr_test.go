@@ -3,6 +3,7 @@
 package unicorn
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -42,6 +43,12 @@ func TestKernelAddresses(t *testing.T) {
 			}
 			if v := reg(t, e, c.val); v != 0x1122334455667788 {
 				t.Errorf("load at %#x: %#x", c.data, v)
+			}
+			// The identity TLB grants every access; the regions' protections
+			// still hold: the store to read-only text faults.
+			must(t, e.SetReg(c.base, c.text))
+			if _, err := e.Run(c.text, 100); !errors.Is(err, ErrWriteProt) {
+				t.Errorf("store into read-only text at %#x: %v, want %v", c.text+8, err, ErrWriteProt)
 			}
 		})
 	}
