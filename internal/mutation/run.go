@@ -17,8 +17,8 @@ import (
 )
 
 // Target is one package to mutate: its directory (relative to the module root), the files
-// to mutate (all non-test .go files when empty) and the go test arguments that select its
-// tests (e.g. -short, -run).
+// to mutate (all non-test .go files but doc.go when empty; "-name" entries exclude files
+// from that set instead) and the go test arguments that select its tests (-short, -run).
 type Target struct {
 	Dir   string
 	Files []string
@@ -87,7 +87,13 @@ func again(muts []Mutant, prev []Prior) ([]Mutant, map[string]Outcome) {
 
 // Sample lists a target's mutants in a seed-determined order.
 func Sample(root string, t Target, seed uint64) ([]Mutant, map[string][]byte, error) {
-	files := t.Files
+	files, skip := t.Files, map[string]bool{}
+	if len(files) > 0 && strings.HasPrefix(files[0], "-") {
+		for _, f := range files {
+			skip[strings.TrimPrefix(f, "-")] = true
+		}
+		files = nil
+	}
 	if len(files) == 0 {
 		ents, err := os.ReadDir(filepath.Join(root, t.Dir))
 		if err != nil {
@@ -95,7 +101,7 @@ func Sample(root string, t Target, seed uint64) ([]Mutant, map[string][]byte, er
 		}
 		for _, e := range ents {
 			n := e.Name()
-			if strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") && n != "doc.go" {
+			if strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") && n != "doc.go" && !skip[n] {
 				files = append(files, n)
 			}
 		}
