@@ -180,7 +180,7 @@ func (e *Engine) RunRegs(begin, count uint64, in []Reg, inVals []uint64, out []R
 	}
 	rc := C.tj_run(e.uc, e.st, C.uint64_t(begin), 0, C.uint64_t(count),
 		pin, vin, C.int(len(in)), pout, vout, C.int(len(out)))
-	x, err := e.exit(rc, 0, count > 0)
+	x, err := e.exit(rc, 0, false)
 	if err != nil {
 		return x, err
 	}
@@ -231,6 +231,8 @@ func (e *Engine) exit(rc C.uc_err, until uint64, limited bool) (Exit, error) {
 			Intr: &Intr{No: uint32(st.intno), PC: uint64(st.intr_pc)}}
 	case st.reason == C.TJ_STOP_AT:
 		x.Reason, x.Sentinel = ReasonSentinel, uint64(st.stop_pc)
+	case st.reason == C.TJ_STOP_BUDGET:
+		x.Reason = ReasonBudget
 	case e.stopReq:
 		x.Reason = ReasonStopped
 	case x.PC == until:
@@ -250,13 +252,14 @@ func (e *Engine) exit(rc C.uc_err, until uint64, limited bool) (Exit, error) {
 // Run executes from begin until a sentinel stops it. Anything else is an
 // error: halting elsewhere, exhausting count (0: no limit), reaching address
 // 0, an interrupt, a fault. A Stop from a hook is not an error.
+//
+// Unlike Start's, this count is a budget checked once per translated block
+// (budget.c), several times cheaper than Unicorn's per-instruction count: a
+// run that ends by budget executed more than count instructions, at most one
+// block more, and no translation is flushed when the count changes.
 func (e *Engine) Run(begin, count uint64) (Exit, error) {
-	// until=0 never invalidates translations; reaching 0 is reported below.
-	x, err := e.Start(begin, 0, 0, count)
-	if err != nil {
-		return x, err
-	}
-	return x, runCheck(x)
+	// until=0 never invalidates translations; reaching 0 is reported by runCheck.
+	return e.RunRegs(begin, count, nil, nil, nil, nil)
 }
 
 // Stop asks a run in progress to end (uc_emu_stop); call it from a hook.

@@ -120,6 +120,7 @@ func (e *Engine) FlushCode() error {
 	if e.uc == nil {
 		return ErrClosed
 	}
+	e.st.code_gen++
 	return check("ctl_tb_flush", C.tj_tb_flush(e.uc))
 }
 
@@ -135,6 +136,7 @@ func (e *Engine) InvalidateCode(begin, end uint64) error {
 
 // invalidate drops translations in the mapped parts of [begin, end].
 func (e *Engine) invalidate(begin, end uint64) error {
+	e.st.code_gen++
 	if begin > end {
 		begin, end = 0, ^uint64(0)
 	}

@@ -113,6 +113,7 @@ func (e *Engine) Write(addr uint64, data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
+	e.st.code_gen++ // the budget's block sizes may be stale now
 	if err := check("mem_write", C.tj_mem_write(e.uc, C.uint64_t(addr), unsafe.Pointer(&data[0]), C.size_t(len(data)))); err != nil {
 		err.(*Error).Msg = rangeMsg(addr, uint64(len(data)))
 		return err

@@ -52,7 +52,10 @@ uc_err tj_install(uc_engine *uc, tj_state *st, uc_hook *intr, uc_hook *mem)
 	uc_err err = uc_hook_add(uc, intr, UC_HOOK_INTR, tj_intr_cb, st, 1, 0);
 	if (err != UC_ERR_OK)
 		return err;
-	return uc_hook_add(uc, mem, UC_HOOK_MEM_INVALID, tj_mem_cb, st, 1, 0);
+	err = uc_hook_add(uc, mem, UC_HOOK_MEM_INVALID, tj_mem_cb, st, 1, 0);
+	if (err != UC_ERR_OK)
+		return err;
+	return tj_budget_hook(uc, st);
 }
 
 uc_err tj_emu_start(uc_engine *uc, tj_state *st, uint64_t begin, uint64_t until,
@@ -67,13 +70,16 @@ uc_err tj_emu_start(uc_engine *uc, tj_state *st, uint64_t begin, uint64_t until,
 }
 
 uc_err tj_run(uc_engine *uc, tj_state *st, uint64_t begin, uint64_t until,
-	      uint64_t count, int *in, uint64_t *in_vals, int nin, int *out,
+	      uint64_t budget, int *in, uint64_t *in_vals, int nin, int *out,
 	      uint64_t *out_vals, int nout)
 {
 	uc_err err = tj_reg_write_batch(uc, in, in_vals, nin);
 	if (err != UC_ERR_OK)
 		return err;
-	err = tj_emu_start(uc, st, begin, until, 0, count);
+	st->budget = budget;
+	st->used = 0;
+	err = tj_emu_start(uc, st, begin, until, 0, 0);
+	st->budget = 0;
 	uc_err rerr = tj_reg_read_batch(uc, out, out_vals, nout);
 	return err != UC_ERR_OK ? err : rerr;
 }

@@ -12,7 +12,17 @@ enum {
 	TJ_STOP_NONE = 0,
 	TJ_STOP_INTR = 1, // an interrupt/exception that no Go hook claimed
 	TJ_STOP_AT = 2,   // a tj_hook_stop_at hook fired
+	TJ_STOP_BUDGET = 3, // the instruction budget of tj_run ran out
 };
+
+// Instruction counts of translated blocks, by block address (budget.c).
+#define TJ_ICOUNT_SLOTS 4096
+typedef struct tj_icount_slot {
+	uint64_t pc;
+	uint32_t size; // bytes, as the block hook reports them
+	uint32_t icount;
+	uint64_t gen;  // tj_state.code_gen when filled
+} tj_icount_slot;
 
 // Per-engine state written by the C hooks during a run. Allocated in C so
 // hooks may keep a pointer to it.
@@ -34,6 +44,11 @@ typedef struct tj_state {
 
 	uint64_t pc;      // pc after the run (filled by tj_emu_start)
 	int pc_reg;       // the arch's pc register id
+
+	uint64_t budget;   // instructions tj_run may execute, 0: no limit
+	uint64_t used;     // instructions of the blocks entered so far
+	uint64_t code_gen; // bumped whenever code may have changed
+	tj_icount_slot icache[TJ_ICOUNT_SLOTS];
 } tj_state;
 
 uc_err tj_install(uc_engine *uc, tj_state *st, uc_hook *intr, uc_hook *mem);
@@ -43,8 +58,11 @@ uc_err tj_emu_start(uc_engine *uc, tj_state *st, uint64_t begin, uint64_t until,
 // tj_run is one per-call round trip in a single cgo call: write the inputs,
 // run, read the outputs (read even after a failed run, for diagnostics).
 uc_err tj_run(uc_engine *uc, tj_state *st, uint64_t begin, uint64_t until,
-	      uint64_t count, int *in, uint64_t *in_vals, int nin, int *out,
+	      uint64_t budget, int *in, uint64_t *in_vals, int nin, int *out,
 	      uint64_t *out_vals, int nout);
+
+// tj_budget_hook is the always-on block hook that enforces tj_run's budget.
+uc_err tj_budget_hook(uc_engine *uc, tj_state *st);
 
 uc_err tj_reg_read(uc_engine *uc, int reg, uint64_t *val);
 uc_err tj_reg_write(uc_engine *uc, int reg, uint64_t val);
