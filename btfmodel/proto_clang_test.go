@@ -15,19 +15,26 @@ import (
 // clang's BTF (clang -target bpf -g) must give the same layouts (sizes, member offsets,
 // bit-fields) and the same function model. clang is the independent C compiler here.
 
-// clangPrelude gives clang the kernel typedefs the parser knows without being told, as
-// include/linux/types.h, uidgid.h, sockptr.h and time64.h define them.
-const clangPrelude = `typedef unsigned char u8; typedef unsigned short u16; typedef unsigned int u32;
-typedef unsigned long long u64; typedef signed char s8; typedef short s16; typedef int s32;
-typedef long long s64; typedef _Bool bool; typedef unsigned long size_t; typedef long ssize_t;
-#define __user
+// clangPrelude gives clang the kernel typedefs the parser knows without being told, with
+// the kernel's chains (include/uapi/asm-generic/int-ll64.h, posix_types.h, linux/types.h,
+// uidgid.h, sockptr.h, time64.h).
+const clangPrelude = `typedef unsigned char __u8; typedef unsigned short __u16; typedef unsigned int __u32;
+typedef unsigned long long __u64; typedef signed char __s8; typedef short __s16; typedef int __s32;
+typedef long long __s64; typedef __u8 u8; typedef __u16 u16; typedef __u32 u32; typedef __u64 u64;
+typedef __s8 s8; typedef __s16 s16; typedef __s32 s32; typedef __s64 s64; typedef _Bool bool;
+typedef unsigned long __kernel_ulong_t; typedef long __kernel_long_t;
+typedef __kernel_ulong_t __kernel_size_t; typedef __kernel_long_t __kernel_ssize_t;
+typedef __kernel_size_t size_t; typedef __kernel_ssize_t ssize_t;
+#define __user __attribute__((btf_type_tag("user")))
 #define __must_check
-typedef unsigned int uid_t; typedef unsigned int gid_t;
+typedef unsigned int __kernel_uid32_t; typedef unsigned int __kernel_gid32_t;
+typedef __kernel_uid32_t uid_t; typedef __kernel_gid32_t gid_t;
 typedef struct { uid_t val; } kuid_t; typedef struct { gid_t val; } kgid_t;
 typedef struct { union { void *kernel; void __user *user; }; bool is_kernel : 1; } sockptr_t;
-typedef long long time64_t; struct timespec64 { time64_t tv_sec; long tv_nsec; };
-typedef long long loff_t; typedef int pid_t; typedef unsigned short umode_t;
-typedef unsigned int gfp_t; typedef u32 __be32;
+typedef __s64 time64_t; struct timespec64 { time64_t tv_sec; long tv_nsec; };
+typedef long long __kernel_loff_t; typedef __kernel_loff_t loff_t;
+typedef int __kernel_pid_t; typedef __kernel_pid_t pid_t; typedef unsigned short umode_t;
+typedef unsigned int gfp_t; typedef __u32 __be32;
 `
 
 // layoutCases add layouts the hand-worked protoCases do not reach.
@@ -147,7 +154,7 @@ func modelKey(m *FuncModel) string {
 
 // protoLayout describes a prototype's types by size, signedness and layout, not by the
 // integer names (clang says "unsigned long", the kernel's BTF "long unsigned int") nor by
-// parameter names (a function type has none).
+// parameter names (a function type has none); typedef names and qualifiers count.
 func protoLayout(fn *btf.Func) string {
 	fp := fn.Type.(*btf.FuncProto)
 	var parts []string
@@ -160,6 +167,20 @@ func protoLayout(fn *btf.Func) string {
 func layout(t btf.Type, depth int) string {
 	if depth > 6 {
 		return "..."
+	}
+	switch x := t.(type) {
+	case *btf.Typedef:
+		return x.Name + "=" + layout(x.Type, depth+1)
+	case *btf.Const:
+		return "const " + layout(x.Type, depth+1)
+	case *btf.Volatile:
+		return "volatile " + layout(x.Type, depth+1)
+	case *btf.Restrict:
+		return "restrict " + layout(x.Type, depth+1)
+	case *btf.TypeTag:
+		// clang 14 drops type tags inside function types (cname_rules_test.go checks
+		// them on definitions).
+		return layout(x.Type, depth+1)
 	}
 	switch x := SkipModifiers(t).(type) {
 	case nil, *btf.Void:
