@@ -41,3 +41,16 @@ func TestIsVoid(t *testing.T) {
 		}
 	}
 }
+
+// Flag names are the kernel's (BTF_FMODEL_STRUCT_ARG, BTF_FMODEL_SIGNED_ARG in
+// include/linux/bpf.h) without the prefix; bits the kernel does not define show as hex.
+func TestArgFlagNames(t *testing.T) {
+	for f, want := range map[ArgFlags]string{
+		0: "", StructArg: "STRUCT_ARG", SignedArg: "SIGNED_ARG", StructArg | SignedArg: "STRUCT_ARG|SIGNED_ARG",
+		SignedArg | 1<<3: "SIGNED_ARG|0x8",
+	} {
+		if got := f.String(); got != want {
+			t.Errorf("%#x: %q, want %q", uint8(f), got, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -58,6 +59,11 @@ var layoutCases = []string{
 	"struct s { char c; struct { u64 x; } in; }; void f(struct s v)",
 	"s64 f(s8 a, s16 b, s32 c, u8 d, u16 e, u32 g)",
 	"bool f(bool a, char b, signed char c, unsigned char d, short e, unsigned short g, long h)",
+	"int f(long double x)",
+	"int f(__int128 x, unsigned __int128 y)",
+	"long long f(long long unsigned a, long int b, short int c, unsigned long int d)",
+	"const volatile u32 *f(volatile u64 *const p, const struct opaque *q)",
+	"union uo; void f(union uo *u, const union uo *v)",
 }
 
 func TestParseProtoMatchesClang(t *testing.T) {
@@ -171,12 +177,25 @@ func layout(t btf.Type, depth int) string {
 	switch x := t.(type) {
 	case *btf.Typedef:
 		return x.Name + "=" + layout(x.Type, depth+1)
-	case *btf.Const:
-		return "const " + layout(x.Type, depth+1)
-	case *btf.Volatile:
-		return "volatile " + layout(x.Type, depth+1)
-	case *btf.Restrict:
-		return "restrict " + layout(x.Type, depth+1)
+	case *btf.Const, *btf.Volatile, *btf.Restrict:
+		// A run of qualifiers in either order is the same C type.
+		var qs []string
+		for {
+			switch q := t.(type) {
+			case *btf.Const:
+				qs, t = append(qs, "const"), q.Type
+				continue
+			case *btf.Volatile:
+				qs, t = append(qs, "volatile"), q.Type
+				continue
+			case *btf.Restrict:
+				qs, t = append(qs, "restrict"), q.Type
+				continue
+			}
+			break
+		}
+		sort.Strings(qs)
+		return strings.Join(qs, " ") + " " + layout(t, depth+1)
 	case *btf.TypeTag:
 		// clang 14 drops type tags inside function types (cname_rules_test.go checks
 		// them on definitions).
