@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/internal/suggest"
 	"github.com/trampjit/trampjit/kernel"
+	"github.com/trampjit/trampjit/kernel/vm"
 )
 
 // kernelCommands are the subcommands of `trampjit kernel`.
@@ -60,16 +62,28 @@ func runKernel(args []string, stdout, stderr io.Writer) error {
 	return cmd.run(args[1:], stdout, stderr)
 }
 
-// profileFlags are --kernel and --arch, checked.
-type profileFlags struct{ kernel, arch string }
+// profileFlags are --kernel and --arch, checked. fetchable admits every profile kernel/vm
+// can fetch (fetch, cases, capture), including ones the model does not know yet.
+type profileFlags struct {
+	kernel, arch string
+	fetchable    bool
+}
 
 func (p *profileFlags) register(fsKernel func(*string, string, string, string)) {
-	fsKernel(&p.kernel, "kernel", "6.12", "kernel profile: 6.1 or 6.12")
+	help := "kernel profile: 6.1 or 6.12"
+	if p.fetchable {
+		help = "kernel profile: " + strings.Join(vm.Profiles, ", ") + " (7.2: captured only; the model does not know it yet)"
+	}
+	fsKernel(&p.kernel, "kernel", "6.12", help)
 	fsKernel(&p.arch, "arch", "amd64", "architecture: amd64 or arm64")
 }
 
 func (p *profileFlags) check() error {
-	if _, err := btfmodel.ParseKernel(p.kernel); err != nil {
+	if p.fetchable {
+		if !slices.Contains(vm.Profiles, p.kernel) {
+			return usageErr("--kernel: unknown kernel profile %q (want one of %s)", p.kernel, strings.Join(vm.Profiles, ", "))
+		}
+	} else if _, err := btfmodel.ParseKernel(p.kernel); err != nil {
 		return usageErr("--kernel: %v", err)
 	}
 	a, err := btfmodel.ParseArch(p.arch)
@@ -123,7 +137,7 @@ const kernelExitStatus = `Exit status: 0 done; 1 bad input or a failed run; 2 us
 
 func runKernelFetch(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("kernel fetch", stderr)
-	var p profileFlags
+	p := profileFlags{fetchable: true}
 	var all bool
 	var out output
 	p.register(fs.StringVar)
@@ -162,7 +176,7 @@ func runKernelFetch(args []string, stdout, stderr io.Writer) error {
 
 func runKernelCases(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("kernel cases", stderr)
-	var p profileFlags
+	p := profileFlags{fetchable: true}
 	p.register(fs.StringVar)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -181,7 +195,7 @@ func runKernelCases(args []string, stdout, stderr io.Writer) error {
 
 func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("kernel capture", stderr)
-	var p profileFlags
+	p := profileFlags{fetchable: true}
 	var casesPath, outDir, only string
 	var jobs int
 	var timeout time.Duration

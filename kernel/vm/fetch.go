@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 
 // KernelImage is a fetched Debian kernel: the vmlinuz and where it came from.
 type KernelImage struct {
-	Kernel  string `json:"kernel"`           // profile, "6.1" or "6.12"
+	Kernel  string `json:"kernel"`           // profile: "6.1", "6.12" or "7.2"
 	Arch    string `json:"arch"`             // "amd64" or "arm64"
 	Suite   string `json:"suite"`            // Debian suite it was picked from
 	Package string `json:"package"`          // binary package that shipped the vmlinuz
@@ -26,6 +25,8 @@ type KernelImage struct {
 	Path    string `json:"path,omitempty"`   // absolute path of the cached vmlinuz
 	Config  string `json:"config,omitempty"` // absolute path of the cached boot/config-*
 	Deb     string `json:"deb,omitempty"`    // the cached package
+	// Note says why this is not the build asked for (the pinned one left the archive).
+	Note string `json:"note,omitempty"`
 }
 
 // ConfigValue returns a CONFIG_ option's value from the kernel's config ("y", "m", a
@@ -43,16 +44,6 @@ func (k *KernelImage) ConfigValue(option string) string {
 	return ""
 }
 
-// kernelSpecs maps a profile to its suite and the package names that qualify: the cloud
-// flavour, not -dbg nor -unsigned (those are the fallback when the signed one has no vmlinuz).
-var kernelSpecs = map[string]struct {
-	suite string
-	re    *regexp.Regexp
-}{
-	"6.1":  {SuiteBookworm, regexp.MustCompile(`^linux-image-6\.1\.0-[0-9]+-cloud-(amd64|arm64)$`)},
-	"6.12": {SuiteTrixie, regexp.MustCompile(`^linux-image-6\.12\.[0-9]+\+deb[0-9]+-cloud-(amd64|arm64)$`)},
-}
-
 // CacheDir is $XDG_CACHE_HOME/trampjit, or ~/.cache/trampjit.
 func CacheDir() (string, error) {
 	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
@@ -65,12 +56,22 @@ func CacheDir() (string, error) {
 	return filepath.Join(h, ".cache", "trampjit"), nil
 }
 
-// Fetch returns the cached kernel for profile kernel and arch, downloading it on first use.
-// A cached kernel is returned without any network I/O. Progress lines go to progress.
+// Fetch returns the cached kernel for profile kernel and arch, downloading the newest build
+// of the series on first use. A cached kernel is returned without any network I/O. Progress
+// lines go to progress.
 func Fetch(ctx context.Context, kernel, arch string, progress io.Writer) (*KernelImage, error) {
+	return FetchPinned(ctx, kernel, arch, Pin{}, progress)
+}
+
+// FetchPinned is Fetch for a corpus captured from pin: the cached kernel is used when it is
+// that build; otherwise the archive is asked for it, and when it no longer has it the newest
+// build of the series is used, with a note (in progress and KernelImage.Note). When the
+// series is gone from the archive it fails with ErrSeriesGone, unless a kernel of the
+// series is cached.
+func FetchPinned(ctx context.Context, kernel, arch string, pin Pin, progress io.Writer) (*KernelImage, error) {
 	spec, ok := kernelSpecs[kernel]
 	if !ok {
-		return nil, fmt.Errorf("no Debian kernel known for profile %q (want 6.1 or 6.12)", kernel)
+		return nil, fmt.Errorf("no Debian kernel known for profile %q (want one of %s)", kernel, strings.Join(Profiles, ", "))
 	}
 	if arch != "amd64" && arch != "arm64" {
 		return nil, fmt.Errorf("no Debian kernel for architecture %q (want amd64 or arm64)", arch)
@@ -84,7 +85,8 @@ func Fetch(ctx context.Context, kernel, arch string, progress io.Writer) (*Kerne
 	}
 	dir := filepath.Join(cache, "kernels", kernel+"-"+arch)
 	meta := filepath.Join(dir, "kernel.json")
-	if k, err := readMeta(meta); err == nil {
+	pinned := func(k *KernelImage) bool { return pin.Version == "" || k.Version == pin.Version }
+	if k, err := readMeta(meta); err == nil && pinned(k) {
 		return k, nil
 	}
 
@@ -94,11 +96,16 @@ func Fetch(ctx context.Context, kernel, arch string, progress io.Writer) (*Kerne
 		return nil, err
 	}
 	defer unlock()
-	if k, err := readMeta(meta); err == nil {
-		return k, nil // another process fetched it while we waited
+	cached, cerr := readMeta(meta)
+	if cerr == nil && pinned(cached) {
+		return cached, nil // another process fetched it while we waited
 	}
 	a, err := NewApt(filepath.Join(cache, "apt"))
 	if err != nil {
+		return nil, err
+	}
+	a.Suites = allSuites()
+	if err := a.setup(); err != nil {
 		return nil, err
 	}
 	a.Log = prefixWriter{progress, "apt: "}
@@ -109,18 +116,42 @@ func Fetch(ctx context.Context, kernel, arch string, progress io.Writer) (*Kerne
 			return nil, err
 		}
 	}
-	pkg, ver, stanza, err := newest(ctx, a, spec.re, arch)
+	cands, err := candidates(ctx, a, spec, arch)
 	if err != nil {
 		return nil, fmt.Errorf("kernel %s-%s from %s: %w", kernel, arch, spec.suite, err)
 	}
-	fmt.Fprintf(progress, "kernel %s-%s: newest is %s %s; downloading\n", kernel, arch, pkg, ver)
-	k, err := downloadKernel(ctx, a, pkg, arch, ver, stanza, dir, progress)
+	c, note, err := Choose(kernel, arch, cands, pin)
+	if errors.Is(err, ErrSeriesGone) && cerr == nil {
+		cached.Note = fmt.Sprintf("%v; using the cached %s %s", err, cached.Package, cached.Version)
+		fmt.Fprintf(progress, "kernel %s-%s: note: %s\n", kernel, arch, cached.Note)
+		return cached, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	k.Kernel, k.Arch, k.Suite = kernel, arch, spec.suite
+	if note != "" {
+		fmt.Fprintf(progress, "kernel %s-%s: note: %s\n", kernel, arch, note)
+	}
+	if cerr == nil && cached.Version == c.Version {
+		cached.Note = note
+		return cached, nil
+	}
+	fmt.Fprintf(progress, "kernel %s-%s: fetching %s %s\n", kernel, arch, c.Package, c.Version)
+	var k *KernelImage
+	if spec.layout == layoutModules {
+		k, err = downloadModulesLayout(ctx, a, c.Package, arch, c.Version, dir)
+	} else {
+		k, err = downloadKernel(ctx, a, c.Package, arch, c.Version, c.stanza, dir, progress)
+	}
+	if err != nil {
+		return nil, err
+	}
+	k.Kernel, k.Arch, k.Suite, k.Note = kernel, arch, spec.suite, note
 	b, _ := json.MarshalIndent(k, "", "  ")
-	if err := os.WriteFile(meta, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(meta+".tmp", append(b, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(meta+".tmp", meta); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(progress, "kernel %s-%s: %s (%s %s) cached in %s after %.1fs\n",
@@ -159,40 +190,28 @@ func readMeta(path string) (*KernelImage, error) {
 	return &k, nil
 }
 
-// newest picks the highest version of any package matching re for arch.
-func newest(ctx context.Context, a *Apt, re *regexp.Regexp, arch string) (pkg, ver string, stanza map[string]string, err error) {
-	names, err := a.PkgNames(ctx, "linux-image-")
+// candidates lists every build of the series for arch the archive offers.
+func candidates(ctx context.Context, a *Apt, spec kernelSpec, arch string) ([]Candidate, error) {
+	names, err := a.PkgNames(ctx, spec.prefix)
 	if err != nil {
-		return "", "", nil, err
+		return nil, err
 	}
-	var cands []string
+	var out []Candidate
 	for _, n := range names {
-		if m := re.FindStringSubmatch(n); m != nil && m[1] == arch {
-			cands = append(cands, n)
+		if m := spec.re.FindStringSubmatch(n); m == nil || m[1] != arch {
+			continue
 		}
-	}
-	if len(cands) == 0 {
-		return "", "", nil, fmt.Errorf("no package matches %s in the archive indexes", re)
-	}
-	for _, n := range cands {
 		st, err := a.Show(ctx, n+":"+arch)
 		if err != nil {
-			return "", "", nil, err
+			return nil, err
 		}
 		for _, s := range st {
-			if s["Architecture"] != arch {
-				continue
-			}
-			if pkg == "" || CompareVersions(s["Version"], ver) > 0 ||
-				(s["Version"] == ver && n > pkg) {
-				pkg, ver, stanza = n, s["Version"], s
+			if s["Architecture"] == arch {
+				out = append(out, Candidate{Package: n, Version: s["Version"], stanza: s})
 			}
 		}
 	}
-	if pkg == "" {
-		return "", "", nil, fmt.Errorf("packages %v have no %s stanza", cands, arch)
-	}
-	return pkg, ver, stanza, nil
+	return out, nil
 }
 
 // downloadKernel fetches pkg and extracts its vmlinuz into dir; when the package ships none
@@ -263,4 +282,49 @@ func (p prefixWriter) Write(b []byte) (int, error) {
 		}
 	}
 	return len(b), nil
+}
+
+// downloadModulesLayout fetches a Debian 14 kernel: the vmlinuz from linux-binary-<release>
+// and the config from linux-base-<release>, both under usr/lib/modules/<release>/.
+func downloadModulesLayout(ctx context.Context, a *Apt, pkg, arch, ver, dir string) (*KernelImage, error) {
+	rel := strings.TrimPrefix(pkg, "linux-binary-")
+	deb, err := a.Download(ctx, pkg, arch, ver)
+	if err != nil {
+		return nil, err
+	}
+	img := "usr/lib/modules/" + rel + "/vmlinuz"
+	files, err := ExtractFromDeb(deb, img)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", pkg, ver, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	k := &KernelImage{Package: pkg, Version: ver, Deb: deb, Release: rel}
+	if k.Path, err = writeCached(dir, "vmlinuz-"+rel, files[img].Data); err != nil {
+		return nil, err
+	}
+	// The config only decides features (IBT, BTI); a kernel without it still boots.
+	base := "linux-base-" + rel
+	if bdeb, err := a.Download(ctx, base, arch, ver); err == nil {
+		cfg := "usr/lib/modules/" + rel + "/config"
+		if bf, err := ExtractFromDeb(bdeb, cfg); err == nil {
+			if k.Config, err = writeCached(dir, "config-"+rel, bf[cfg].Data); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if k.Config == "" {
+		return nil, fmt.Errorf("%s %s: no usr/lib/modules/%s/config (features like IBT are read from it)", base, ver, rel)
+	}
+	return k, nil
+}
+
+// writeCached writes data to dir/name through a temporary file.
+func writeCached(dir, name string, data []byte) (string, error) {
+	out := filepath.Join(dir, name)
+	if err := os.WriteFile(out+".tmp", data, 0o644); err != nil {
+		return "", err
+	}
+	return out, os.Rename(out+".tmp", out)
 }
