@@ -14,19 +14,23 @@ const (
 	Fexit  AttachType = "fexit"    // BPF_TRACE_FEXIT
 	ModRet AttachType = "fmod_ret" // BPF_MODIFY_RETURN
 	LSM    AttachType = "lsm"      // BPF_LSM_MAC
+	// Fsession is BPF_TRACE_FSESSION (attach type 58, Linux 7.0): one program run as both
+	// the fentry and the fexit of a function, with a per-call session cookie.
+	Fsession AttachType = "fsession"
 )
 
-// AttachTypes lists the attach types in the order trampjit reports them.
+// AttachTypes lists the attach types in the order trampjit reports them (the 6.1 and 6.12
+// profiles'; Fsession is parsed but not reported until a profile has it).
 var AttachTypes = []AttachType{Fentry, Fexit, ModRet, LSM}
 
 // ParseAttachType checks an attach type given by a user.
 func ParseAttachType(s string) (AttachType, error) {
-	for _, t := range AttachTypes {
+	for _, t := range append(AttachTypes, Fsession) {
 		if string(t) == s {
 			return t, nil
 		}
 	}
-	return "", fmt.Errorf("unknown program kind %q (want fentry, fexit, fmod_ret or lsm)", s)
+	return "", fmt.Errorf("unknown program kind %q (want fentry, fexit, fmod_ret, lsm or fsession)", s)
 }
 
 // Stage says where the kernel refuses an attachment.
@@ -75,6 +79,12 @@ type AttachEnv struct {
 // lists), then the arch JIT at link time.
 func CheckAttach(name string, m *FuncModel, distillErr error, at AttachType, env AttachEnv) Verdict {
 	v := Verdict{Type: at}
+	if at == Fsession && (env.Kernel == Kernel61 || env.Kernel == Kernel612) {
+		// The attach type only exists from 7.0 on; older kernels refuse the load.
+		v.Stage, v.Errno = StageLoad, "EINVAL"
+		v.Msg = fmt.Sprintf("Linux %s has no BPF_TRACE_FSESSION (attach type 58, added in 7.0)", env.Kernel)
+		return v
+	}
 	loadErr := func(msg string) Verdict {
 		v.Stage, v.Errno, v.Msg, v.KernelMsg = StageLoad, "EINVAL", msg, true
 		return v

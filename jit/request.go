@@ -11,6 +11,8 @@ const (
 	Fexit  = btfmodel.Fexit  // BPF_TRACE_FEXIT
 	ModRet = btfmodel.ModRet // BPF_MODIFY_RETURN
 	LSM    = btfmodel.LSM    // BPF_LSM_MAC: fmod_ret, or fexit on a void hook
+	// Fsession is BPF_TRACE_FSESSION (7.0+): in the fentry and the fexit list at once.
+	Fsession = btfmodel.Fsession
 )
 
 // Prog is one attached program of a request, in attach order.
@@ -19,6 +21,9 @@ type Prog struct {
 	Sleepable bool   `json:"sleepable,omitempty"`
 	Cookie    Cookie `json:"cookie,omitempty"`
 	FuncIP    bool   `json:"func_ip,omitempty"` // calls bpf_get_func_ip: sets IP_ARG
+	// SessionCookie: an fsession program that calls bpf_session_cookie, which gives it a
+	// cookie slot in the trampoline's frame.
+	SessionCookie bool `json:"session_cookie,omitempty"`
 }
 
 // Features are the CPU/config switches that change trampoline bytes.

@@ -92,9 +92,12 @@ func validateCases(cases []Case) error {
 		}
 		for j, p := range c.Progs {
 			switch p.Kind {
-			case jit.Fentry, jit.Fexit, jit.ModRet, jit.LSM:
+			case jit.Fentry, jit.Fexit, jit.ModRet, jit.LSM, jit.Fsession:
 			default:
-				return fmt.Errorf("case %s: program %d: kind %q (want fentry, fexit, fmod_ret or lsm)", c.ID, j+1, p.Kind)
+				return fmt.Errorf("case %s: program %d: kind %q (want fentry, fexit, fmod_ret, lsm or fsession)", c.ID, j+1, p.Kind)
+			}
+			if p.SessionCookie && p.Kind != jit.Fsession {
+				return fmt.Errorf("case %s: program %d: session_cookie is for fsession programs (bpf_session_cookie), not %s", c.ID, j+1, p.Kind)
 			}
 		}
 	}
