@@ -100,7 +100,7 @@ func (c *capturer) capture(cs wire.Case) (r wire.CaptureResult) {
 		if rec != nil {
 			insns = recordInsns(p, rec, i)
 		}
-		prog, err := loadProg(cs.Func, p, insns, target)
+		prog, err := loadProg(c.spec, cs.Func, p, insns, target)
 		if err != nil {
 			r.Log = verifierLog(err)
 			return fail("load", fmt.Errorf("load program %d (%s): %w", i+1, p.Kind, err))
@@ -176,14 +176,14 @@ func (c *capturer) locate(r *wire.CaptureResult, bpfTarget bool) error {
 		return fmt.Errorf("read patch site: %w", err)
 	}
 	r.Site = site
-	ip, target, serr := patchSite(arch, site, r.Addr)
+	ip, target, kind, serr := patchSite(arch, site, r.Addr)
 	r.IP = ip
 	var viaSite uint64
 	switch {
 	case serr != nil:
 		r.Checks = append(r.Checks, "patch site: "+serr.Error())
 	case arch == "amd64":
-		viaSite, r.Locate = target, "x86 call rel32 target at the patch site"
+		viaSite, r.Locate = target, "x86 "+string(kind)+" rel32 target at the patch site"
 	case arch == "arm64" && bpfTarget:
 		// A JITed program's patch site branches to the image, or to its PLT when the image is
 		// out of range (arch/arm64/net/bpf_jit_comp.c, bpf_arch_text_poke).
@@ -260,7 +260,8 @@ func (c *capturer) addrsFromImage(r *wire.CaptureResult, cs wire.Case) {
 		}
 	}
 	var order []int // attach indexes in emission order
-	for _, kinds := range [][]jit.Kind{{jit.Fentry}, {jit.ModRet, jit.LSM}, {jit.Fexit}} {
+	// An fsession program runs in the fentry list and again in the fexit list.
+	for _, kinds := range [][]jit.Kind{{jit.Fentry, jit.Fsession}, {jit.ModRet, jit.LSM}, {jit.Fexit, jit.Fsession}} {
 		for i := len(cs.Progs) - 1; i >= 0; i-- {
 			for _, k := range kinds {
 				if cs.Progs[i].Kind == k {
@@ -286,7 +287,10 @@ func (c *capturer) addrsFromImage(r *wire.CaptureResult, cs wire.Case) {
 func (c *capturer) assignProgs(r *wire.CaptureResult, e *tableEntry) {
 	next := [3]int{}
 	for i := range r.Progs {
-		k := map[jit.Kind]int{jit.Fentry: 0, jit.Fexit: 1, jit.ModRet: 2, jit.LSM: 2}[r.Progs[i].Kind]
+		k := map[jit.Kind]int{jit.Fentry: 0, jit.Fexit: 1, jit.ModRet: 2, jit.LSM: 2, jit.Fsession: 0}[r.Progs[i].Kind]
+		if r.Progs[i].Kind == jit.Fsession {
+			next[1]++ // its companion node sits in the fexit list, in the same attach order
+		}
 		if r.Progs[i].Kind == jit.LSM && len(e.links[2]) <= next[2] {
 			k = 1 // LSM on a void hook is an fexit
 		}

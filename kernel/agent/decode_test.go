@@ -70,17 +70,42 @@ func TestCallsAMD64(t *testing.T) {
 func TestPatchSite(t *testing.T) {
 	// 6.12 x86: the ENDBR sealed to a 4-byte nop, then the call.
 	site := unhex(t, "660f1f00e8a728fb2b8d0437c3cccccc")
-	ip, target, err := patchSite("amd64", site, 0xffffffff94093fd0)
-	if err != nil || ip != 0xffffffff94093fd4 || target != 0xffffffff94093fd9+0x2bfb28a7 {
-		t.Errorf("amd64: ip %#x target %#x %v", ip, target, err)
+	ip, target, kind, err := patchSite("amd64", site, 0xffffffff94093fd0)
+	if err != nil || ip != 0xffffffff94093fd4 || target != 0xffffffff94093fd9+0x2bfb28a7 || kind != siteCall {
+		t.Errorf("amd64: ip %#x target %#x %s %v", ip, target, kind, err)
 	}
 	// arm64: "mov x9, x30" then "bl" back 0x100 bytes.
 	site = unhex(t, "e9031eaac0ffff97")
-	ip, target, err = patchSite("arm64", site, 0x1000)
-	if err != nil || ip != 0x1004 || target != 0x1004-0x100 {
-		t.Errorf("arm64: ip %#x target %#x %v", ip, target, err)
+	ip, target, kind, err = patchSite("arm64", site, 0x1000)
+	if err != nil || ip != 0x1004 || target != 0x1004-0x100 || kind != siteCall {
+		t.Errorf("arm64: ip %#x target %#x %s %v", ip, target, kind, err)
 	}
-	if _, _, err := patchSite("amd64", unhex(t, "0f1f440000c3"), 0); err == nil {
+	if _, _, _, err := patchSite("amd64", unhex(t, "0f1f440000c3"), 0); err == nil {
 		t.Error("an unpatched nop5 must fail")
+	}
+}
+
+// TestPatchSiteJmp72 uses the sites of a Debian 7.2.13 capture: the 7.x poison
+// (0f 1f 40 d6) then a jmp rel32 for fexit (jmp mode), and a rel32 whose bytes hold e8.
+func TestPatchSiteJmp72(t *testing.T) {
+	const fn = 0xffffffff89001e40
+	site := unhex(t, "0f1f40d6e977200537")
+	ip, target, kind, err := patchSite("amd64", site, fn)
+	if err != nil || ip != fn+4 || kind != siteJmp || target != fn+9+0x37052077 {
+		t.Errorf("jmp: ip %#x target %#x %s %v", ip, target, kind, err)
+	}
+	// A rel32 with an e8 byte must not be taken for a call at +5.
+	site = unhex(t, "0f1f40d6e9e8200537")
+	if _, target, kind, err := patchSite("amd64", site, fn); err != nil || kind != siteJmp || target != fn+9+0x370520e8 {
+		t.Errorf("jmp with e8 in rel32: target %#x %s %v", target, kind, err)
+	}
+	// No landing pad: a jmp at +0.
+	if ip, _, kind, err := patchSite("amd64", unhex(t, "e9000000009090"), fn); err != nil || ip != fn || kind != siteJmp {
+		t.Errorf("bare jmp: ip %#x %s %v", ip, kind, err)
+	}
+	// The old scan took site[4] == e8 as the call whatever came before; an e9 at +0 whose
+	// rel32 ends in e8 is a jmp at +0.
+	if ip, _, kind, err := patchSite("amd64", unhex(t, "e9112233e8aabbccdd"), fn); err != nil || ip != fn || kind != siteJmp {
+		t.Errorf("jmp at +0 with e8 at +4: ip %#x %s %v", ip, kind, err)
 	}
 }

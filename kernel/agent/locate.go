@@ -8,16 +8,20 @@ import (
 )
 
 // offsets are the kernel struct member offsets the agent follows, from the guest's BTF.
+// 7.x moved a link's list node and cookie into struct bpf_tramp_node (which points back at
+// its bpf_link) and renamed the trampoline hash to trampoline_key_table.
 type offsets struct {
 	opsDirectCall uint32   // ftrace_ops.direct_call (arm64 6.12 image lookup)
-	trHlist       uint32   // bpf_trampoline.hlist
+	trHlist       uint32   // bpf_trampoline.hlist (6.x) or .hlist_key (7.x)
 	trFuncAddr    uint32   // bpf_trampoline.func.addr
 	trCurImage    uint32   // bpf_trampoline.cur_image
 	trProgsHlist  uint32   // bpf_trampoline.progs_hlist[]
 	imImage       uint32   // bpf_tramp_image.image
-	tlTrampHlist  uint32   // bpf_tramp_link.tramp_hlist
-	tlCookie      uint32   // bpf_tramp_link.cookie
-	tlLinkProg    uint32   // bpf_tramp_link.link.prog
+	tlTrampHlist  uint32   // the list node in its container: bpf_tramp_link (6.x) or bpf_tramp_node (7.x)
+	tlCookie      uint32   // bpf_tramp_link.cookie / bpf_tramp_node.cookie
+	tlLinkProg    uint32   // bpf_tramp_link.link.prog (6.x) / bpf_link.prog (7.x)
+	nodeLink      uint32   // bpf_tramp_node.link (7.x)
+	nodes         bool     // 7.x layout: the list holds bpf_tramp_nodes
 	progBPFFunc   uint32   // bpf_prog.bpf_func
 	errs          []string // for the trampoline_table walk
 	opsErr        error    // ftrace_ops.direct_call is absent before 6.3 (x86 used a hash)
@@ -33,14 +37,23 @@ func loadOffsets(spec *btf.Spec) offsets {
 		*dst = v
 	}
 	o.opsDirectCall, o.opsErr = memberOffset(spec, "ftrace_ops", "direct_call")
-	get(&o.trHlist, "bpf_trampoline", "hlist")
+	if _, err := memberOffset(spec, "bpf_tramp_node", "tramp_hlist"); err == nil {
+		o.nodes = true
+		get(&o.trHlist, "bpf_trampoline", "hlist_key")
+		get(&o.tlTrampHlist, "bpf_tramp_node", "tramp_hlist")
+		get(&o.tlCookie, "bpf_tramp_node", "cookie")
+		get(&o.nodeLink, "bpf_tramp_node", "link")
+		get(&o.tlLinkProg, "bpf_link", "prog")
+	} else {
+		get(&o.trHlist, "bpf_trampoline", "hlist")
+		get(&o.tlTrampHlist, "bpf_tramp_link", "tramp_hlist")
+		get(&o.tlCookie, "bpf_tramp_link", "cookie")
+		get(&o.tlLinkProg, "bpf_tramp_link", "link", "prog")
+	}
 	get(&o.trFuncAddr, "bpf_trampoline", "func", "addr")
 	get(&o.trCurImage, "bpf_trampoline", "cur_image")
 	get(&o.trProgsHlist, "bpf_trampoline", "progs_hlist")
 	get(&o.imImage, "bpf_tramp_image", "image")
-	get(&o.tlTrampHlist, "bpf_tramp_link", "tramp_hlist")
-	get(&o.tlCookie, "bpf_tramp_link", "cookie")
-	get(&o.tlLinkProg, "bpf_tramp_link", "link", "prog")
 	get(&o.progBPFFunc, "bpf_prog", "bpf_func")
 	return o
 }
@@ -91,38 +104,6 @@ func findMember(t btf.Type, name string) (uint32, btf.Type, bool) {
 	return 0, nil, false
 }
 
-// patchSite finds where the traced function calls its trampoline and what it calls.
-// x86_64: a call rel32 at the entry, after an endbr64 when IBT builds one in (6.12).
-// arm64: a bl among the first instructions (after bti c and "mov x9, x30").
-func patchSite(arch string, site []byte, fn uint64) (ip, target uint64, err error) {
-	switch arch {
-	case "amd64":
-		// The call is at +0, or at +4 after the ENDBR64 that IBT builds (which a CPU
-		// without IBT sees sealed to a 4-byte nop).
-		off := 0
-		if len(site) >= 9 && site[0] != 0xe8 && site[4] == 0xe8 {
-			off = 4
-		}
-		if len(site) < off+5 || site[off] != 0xe8 {
-			return 0, 0, fmt.Errorf("no call rel32 at %#x or %#x+4 (bytes % x)", fn, fn, site[:min(len(site), 9)])
-		}
-		rel := int32(binary.LittleEndian.Uint32(site[off+1:]))
-		ip = fn + uint64(off)
-		return ip, ip + 5 + uint64(int64(rel)), nil
-	case "arm64":
-		for i := 0; i+4 <= len(site) && i < 16; i += 4 {
-			w := binary.LittleEndian.Uint32(site[i:])
-			if w&0xfc000000 == 0x94000000 { // bl imm26
-				imm := int64(int32(w<<6) >> 6) // sign-extend 26 bits
-				ip = fn + uint64(i)
-				return ip, ip + uint64(imm*4), nil
-			}
-		}
-		return 0, 0, fmt.Errorf("no bl in the first instructions at %#x (bytes % x)", fn, site[:min(len(site), 16)])
-	}
-	return 0, 0, fmt.Errorf("unsupported architecture %s", arch)
-}
-
 // trampolineTableSize is 1 << TRAMPOLINE_HASH_BITS (kernel/bpf/trampoline.c).
 const trampolineTableSize = 1 << 10
 
@@ -140,7 +121,11 @@ func (c *capturer) walkTrampolines(fn uint64) (*tableEntry, error) {
 	if len(c.off.errs) > 0 {
 		return nil, fmt.Errorf("BTF offsets: %v", c.off.errs)
 	}
-	base, err := c.ks.addr("trampoline_table")
+	table := "trampoline_table"
+	if c.off.nodes {
+		table = "trampoline_key_table"
+	}
+	base, err := c.ks.addr(table)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +149,7 @@ func (c *capturer) walkTrampolines(fn uint64) (*tableEntry, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("no bpf_trampoline for %#x in trampoline_table", fn)
+	return nil, fmt.Errorf("no bpf_trampoline for %#x in %s", fn, table)
 }
 
 func (c *capturer) readTrampoline(tr uint64) (*tableEntry, error) {
@@ -186,11 +171,17 @@ func (c *capturer) readTrampoline(tr uint64) (*tableEntry, error) {
 		var l []linkEntry
 		for n := 0; node != 0 && n < 64; n++ {
 			link := node - uint64(c.off.tlTrampHlist)
+			holder := link // the struct with the cookie
+			if c.off.nodes {
+				if link, err = c.mem.u64(holder + uint64(c.off.nodeLink)); err != nil {
+					return nil, err
+				}
+			}
 			prog, err := c.mem.u64(link + uint64(c.off.tlLinkProg))
 			if err != nil {
 				return nil, err
 			}
-			cookie, err := c.mem.u64(link + uint64(c.off.tlCookie))
+			cookie, err := c.mem.u64(holder + uint64(c.off.tlCookie))
 			if err != nil {
 				return nil, err
 			}

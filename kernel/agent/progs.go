@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
 	"github.com/trampjit/trampjit/jit"
@@ -25,14 +26,24 @@ func attachTypes(k jit.Kind) (ebpf.ProgramType, ebpf.AttachType, error) {
 		return ebpf.Tracing, ebpf.AttachModifyReturn, nil
 	case jit.LSM:
 		return ebpf.LSM, ebpf.AttachLSMMac, nil
+	case jit.Fsession:
+		return ebpf.Tracing, attachTraceFsession, nil
 	}
 	return 0, 0, fmt.Errorf("unknown program kind %q", k)
 }
 
-// loadProg loads a program of kind p against fn (in target, a loaded BPF program, if set). Without insns it is minimal: it returns 0
+// loadProg loads a program of kind p against fn (in target, a loaded BPF program, if set;
+// kspec is the kernel BTF, for fsession programs, which it loads itself). Without insns it
+// is minimal: it returns 0
 // and, when p.FuncIP is set, calls bpf_get_func_ip first (that call is what makes the
 // kernel set IP_ARG).
-func loadProg(fn string, p jit.Prog, insns asm.Instructions, target *ebpf.Program) (*ebpf.Program, error) {
+func loadProg(kspec *btf.Spec, fn string, p jit.Prog, insns asm.Instructions, target *ebpf.Program) (*ebpf.Program, error) {
+	if p.Kind == jit.Fsession {
+		if target != nil || insns != nil {
+			return nil, errors.New("fsession programs are captured on kernel functions, without recording")
+		}
+		return loadFsession(kspec, fn, p)
+	}
 	typ, at, err := attachTypes(p.Kind)
 	if err != nil {
 		return nil, err
@@ -122,6 +133,10 @@ func verifierLog(err error) string {
 	var ve *ebpf.VerifierError
 	if errors.As(err, &ve) {
 		return strings.Join(ve.Log, "\n")
+	}
+	var le *loadError
+	if errors.As(err, &le) {
+		return strings.TrimSpace(le.log)
 	}
 	return ""
 }
