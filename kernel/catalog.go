@@ -29,6 +29,9 @@ func Catalog(kernel, arch string) []Case {
 	c.manyArgs()
 	c.lsm()
 	c.refusals()
+	if c.is72() {
+		c.v72()
+	}
 	c.bpfTargets(false)
 	return c.cases
 }
@@ -65,7 +68,11 @@ func cookie(p jit.Prog, c uint64) jit.Prog { p.Cookie = jit.Cookie(c); return p 
 func funcIP(p jit.Prog) jit.Prog           { p.FuncIP = true; return p }
 func sleepable(p jit.Prog) jit.Prog        { p.Sleepable = true; return p }
 
-func (c *catalog) is612() bool { return c.kernel == "6.12" }
+// is612 is 6.12 or later (7.2 keeps every 6.12 case).
+func (c *catalog) is612() bool { return c.kernel == "6.12" || c.is72() }
+
+// is72 is 7.2, which adds the cases of its new trampoline features.
+func (c *catalog) is72() bool { return c.kernel == "7.2" }
 
 // sys is the arch's syscall wrapper of a syscall.
 func (c *catalog) sys(name string) string {
@@ -311,7 +318,7 @@ func catalogSummary(cases []Case) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d cases over %d functions (programs:", len(cases), len(Functions(cases)))
-	for _, k := range []jit.Kind{jit.Fentry, jit.Fexit, jit.ModRet, jit.LSM} {
+	for _, k := range []jit.Kind{jit.Fentry, jit.Fexit, jit.ModRet, jit.LSM, jit.Fsession} {
 		fmt.Fprintf(&b, " %s %d", k, kinds[k])
 	}
 	b.WriteString(")")
