@@ -52,7 +52,17 @@ func BenchmarkBatch(b *testing.B) {
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "hits/s")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/hit")
 		})
+		// The same loop bare (Go hooks removed, no report): bare with the checking
+		// stubs, bare-plain with the minimal stubs of traced mode.
+		b.Run(string(arch)+"/bare", func(b *testing.B) { bareLoop(b, benchLoad(b, arch, Options{}), n) })
+		b.Run(string(arch)+"/bare-plain", func(b *testing.B) { bareLoop(b, benchLoad(b, arch, Options{Trace: true}), n) })
 	}
+}
+
+func bareLoop(b *testing.B, l *Loaded, n int) {
+	bare(b, l, uint64(n))
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "hits/s")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/hit")
 }
 
 // BenchmarkPerCall compares one checked call (registers in, run, checks, report) with a
@@ -78,12 +88,13 @@ func BenchmarkPerCall(b *testing.B) {
 				}
 			}
 		})
-		b.Run(string(arch)+"/bare", func(b *testing.B) { bare(b, benchLoad(b, arch, Options{})) })
-		b.Run(string(arch)+"/bare-plain", func(b *testing.B) { bare(b, benchLoad(b, arch, Options{Trace: true})) })
+		b.Run(string(arch)+"/bare", func(b *testing.B) { bare(b, benchLoad(b, arch, Options{}), 1) })
+		b.Run(string(arch)+"/bare-plain", func(b *testing.B) { bare(b, benchLoad(b, arch, Options{Trace: true}), 1) })
 	}
 }
 
-func bare(b *testing.B, l *Loaded) {
+// bare runs l's caller for n calls with nothing around the run.
+func bare(b *testing.B, l *Loaded, n uint64) {
 	h := l.h
 	for _, hk := range h.hooks {
 		if err := h.e.Unhook(hk); err != nil {
@@ -93,12 +104,12 @@ func bare(b *testing.B, l *Loaded) {
 	h.hooks = nil
 	regs := append(h.tg.calleeSaved(), h.tg.spReg())
 	vals := append(append([]uint64{}, l.canary...), sp0)
-	vals[len(l.canary)-1] = 1
+	vals[len(l.canary)-1] = n // the loop counter
 	for b.Loop() {
 		if err := h.e.WriteRegs(regs, vals); err != nil {
 			b.Fatal(err)
 		}
-		if x, err := h.e.Run(callerBase, l.opts.Budget); err != nil || x.Reason != uc.ReasonSentinel {
+		if x, err := h.e.Run(callerBase, n*l.opts.Budget); err != nil || x.Reason != uc.ReasonSentinel {
 			b.Fatal(x, err)
 		}
 	}

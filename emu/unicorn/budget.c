@@ -12,11 +12,24 @@
 // icount returns the instruction count of the block at pc, from the cache or
 // from Unicorn's translation cache (the block is being executed, so it is
 // there and is not retranslated).
+static int hit(const tj_icount_slot *s, const tj_state *st, uint64_t pc, uint32_t size)
+{
+	return s->pc == pc && s->size == size && s->gen == st->code_gen && s->icount;
+}
+
 static uint32_t icount(uc_engine *uc, tj_state *st, uint64_t pc, uint32_t size)
 {
-	tj_icount_slot *s = &st->icache[(pc ^ pc >> 12) & (TJ_ICOUNT_SLOTS - 1)];
-	if (s->pc == pc && s->size == size && s->gen == st->code_gen && s->icount)
+	// Two-way set by Fibonacci hashing: with xor-folding the caller's loop
+	// (0x10150) and an arm64 kernel image block (0xffffa00080100040) shared a
+	// slot and evicted each other on every call.
+	uint64_t h = (pc * 0x9e3779b97f4a7c15ull) >> 52 & (TJ_ICOUNT_SLOTS - 2);
+	tj_icount_slot *s = &st->icache[h];
+	if (hit(s, st, pc, size))
 		return s->icount;
+	if (hit(s + 1, st, pc, size))
+		return s[1].icount;
+	s[1] = s[0]; // the older entry goes to the second way
+	st->icache_misses++;
 	uc_tb tb;
 	uint32_t n = size; // no smaller than the instruction count
 	if (uc_ctl_request_cache(uc, pc, &tb) == UC_ERR_OK && tb.icount > 0)

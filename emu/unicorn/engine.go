@@ -47,6 +47,9 @@ func Version() string {
 	return fmt.Sprintf("%d.%d.%d", v>>24, v>>16&0xff, v>>8&0xff)
 }
 
+// budgetMisses counts the block sizes Run's budget had to ask Unicorn for.
+func (e *Engine) budgetMisses() uint64 { return uint64(e.st.icache_misses) }
+
 // tlbChoice reports whether the library has UC_CTL_TLB_TYPE (2.1 and later).
 func tlbChoice() bool { return uint32(C.tj_version())>>16 >= 0x0201 }
 

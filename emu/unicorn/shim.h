@@ -48,6 +48,7 @@ typedef struct tj_state {
 	uint64_t budget;   // instructions tj_run may execute, 0: no limit
 	uint64_t used;     // instructions of the blocks entered so far
 	uint64_t code_gen; // bumped whenever code may have changed
+	uint64_t icache_misses; // block counts looked up in Unicorn (budget.c)
 	tj_icount_slot icache[TJ_ICOUNT_SLOTS];
 } tj_state;
 
