@@ -63,13 +63,14 @@ func newScope() *scope {
 			td("__be"+w.bits, u)
 		}
 	}
-	td("uint8_t", s.typedefs["__u8"])
-	td("uint16_t", s.typedefs["__u16"])
-	td("uint32_t", s.typedefs["__u32"])
+	// include/linux/types.h: uintN_t is uN, intN_t is sN (as vmlinux BTF shows).
+	td("uint8_t", s.typedefs["u8"])
+	td("uint16_t", s.typedefs["u16"])
+	td("uint32_t", s.typedefs["u32"])
 	td("uint64_t", s.typedefs["u64"])
-	td("int8_t", s.typedefs["__s8"])
-	td("int16_t", s.typedefs["__s16"])
-	td("int32_t", s.typedefs["__s32"])
+	td("int8_t", s.typedefs["s8"])
+	td("int16_t", s.typedefs["s16"])
+	td("int32_t", s.typedefs["s32"])
 	td("int64_t", s.typedefs["s64"])
 	ulong := td("__kernel_ulong_t", i["long unsigned int"])
 	long := td("__kernel_long_t", i["long int"])

@@ -17,8 +17,8 @@ import (
 // bit-fields) and the same function model. clang is the independent C compiler here.
 
 // clangPrelude gives clang the kernel typedefs the parser knows without being told, with
-// the kernel's chains (include/uapi/asm-generic/int-ll64.h, posix_types.h, linux/types.h,
-// uidgid.h, sockptr.h, time64.h).
+// the chains Debian 6.12's vmlinux BTF has (testdata/kernel/6.12-amd64: uint8_t -> u8 ->
+// __u8, size_t -> __kernel_size_t -> __kernel_ulong_t, ...).
 const clangPrelude = `typedef unsigned char __u8; typedef unsigned short __u16; typedef unsigned int __u32;
 typedef unsigned long long __u64; typedef signed char __s8; typedef short __s16; typedef int __s32;
 typedef long long __s64; typedef __u8 u8; typedef __u16 u16; typedef __u32 u32; typedef __u64 u64;
@@ -35,7 +35,13 @@ typedef struct { union { void *kernel; void __user *user; }; bool is_kernel : 1;
 typedef __s64 time64_t; struct timespec64 { time64_t tv_sec; long tv_nsec; };
 typedef long long __kernel_loff_t; typedef __kernel_loff_t loff_t;
 typedef int __kernel_pid_t; typedef __kernel_pid_t pid_t; typedef unsigned short umode_t;
-typedef unsigned int gfp_t; typedef __u32 __be32;
+typedef unsigned int gfp_t; typedef __u16 __le16; typedef __u16 __be16; typedef __u32 __le32;
+typedef __u32 __be32; typedef __u64 __le64; typedef __u64 __be64;
+typedef u8 uint8_t; typedef u16 uint16_t; typedef u32 uint32_t; typedef u64 uint64_t;
+typedef s8 int8_t; typedef s16 int16_t; typedef s32 int32_t; typedef s64 int64_t;
+typedef unsigned long uintptr_t; typedef u64 phys_addr_t; typedef u32 __kernel_dev_t;
+typedef __kernel_dev_t dev_t; typedef unsigned int slab_flags_t; typedef unsigned int fmode_t;
+typedef __u32 blk_opf_t; typedef u64 sector_t;
 `
 
 // layoutCases add layouts the hand-worked protoCases do not reach.
@@ -72,6 +78,17 @@ func TestParseProtoMatchesClang(t *testing.T) {
 		t.Skip("clang not found (install clang); the prototype parser is not checked against it")
 	}
 	srcs := append([]string{}, layoutCases...)
+	// Every kernel typedef the parser knows, as the kernel's headers define it.
+	for _, td := range []string{"bool", "_Bool", "__u8", "__u16", "__u32", "__u64", "__s8", "__s16", "__s32",
+		"__s64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64", "__le16", "__be16", "__le32",
+		"__be32", "__le64", "__be64", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "int8_t",
+		"int16_t", "int32_t", "int64_t", "__kernel_ulong_t", "__kernel_long_t", "size_t",
+		"__kernel_size_t", "ssize_t", "__kernel_ssize_t", "loff_t", "__kernel_loff_t", "uintptr_t",
+		"phys_addr_t", "time64_t", "uid_t", "__kernel_uid32_t", "gid_t", "__kernel_gid32_t", "pid_t",
+		"__kernel_pid_t", "umode_t", "dev_t", "__kernel_dev_t", "gfp_t", "slab_flags_t", "fmode_t",
+		"blk_opf_t", "sector_t", "kuid_t", "kgid_t", "sockptr_t"} {
+		srcs = append(srcs, fmt.Sprintf("%s f(%s a, const %s *b)", td, td, td))
+	}
 	for _, c := range protoCases {
 		srcs = append(srcs, c.src)
 	}
