@@ -92,3 +92,31 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// TestAgain: a rerun keeps kills, reruns survivors, follows a line that moved and reports
+// a mutant that is no longer generated.
+func TestAgain(t *testing.T) {
+	ms, _ := Generate("p.go", []byte(sample))
+	shifted, _ := Generate("p.go", []byte("package p\n\n"+sample[len("package p\n"):]))
+	prev := []Prior{
+		{ID: ms[0].ID(), Outcome: Killed},
+		{ID: ms[1].ID(), Outcome: Survived},
+		{ID: "p.go:99:1: < -> <=", Outcome: Survived},
+	}
+	out, kept := again(shifted, prev)
+	if len(out) != 3 {
+		t.Fatalf("%d mutants, want 3", len(out))
+	}
+	if out[0].Line != ms[0].Line+1 || kept[out[0].ID()] != Killed {
+		t.Errorf("moved kill: %s kept %q", out[0].ID(), kept[out[0].ID()])
+	}
+	if out[1].Line != ms[1].Line+1 {
+		t.Errorf("moved survivor: %s", out[1].ID())
+	}
+	if _, ok := kept[out[1].ID()]; ok {
+		t.Errorf("survivor %s kept instead of run again", out[1].ID())
+	}
+	if kept[out[2].ID()] != Gone {
+		t.Errorf("missing mutant: %q", kept[out[2].ID()])
+	}
+}

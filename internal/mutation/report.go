@@ -12,6 +12,7 @@ import (
 type Tally struct {
 	Dir                                             string
 	Mutants, Killed, TimedOut, Equivalent, Survived int
+	Gone                                            int // not counted in Mutants
 }
 
 // Score is killed (timeouts included) over the non-equivalent mutants, in percent.
@@ -25,8 +26,13 @@ func (t Tally) Score() float64 {
 
 // Count tallies one target's results.
 func Count(dir string, rs []Result) Tally {
-	t := Tally{Dir: dir, Mutants: len(rs)}
+	t := Tally{Dir: dir}
 	for _, r := range rs {
+		if r.Outcome == Gone {
+			t.Gone++
+			continue
+		}
+		t.Mutants++
 		switch r.Outcome {
 		case Killed:
 			t.Killed++
@@ -60,9 +66,11 @@ func WriteMarkdown(w io.Writer, tallies []Tally, results map[string][]Result) {
 		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %.1f%% |\n", t.Dir, t.Mutants, t.Killed, t.TimedOut, t.Equivalent, t.Survived, t.Score())
 	}
 	for _, t := range tallies {
-		var surv, eq []string
+		var surv, eq, gone []string
 		for _, r := range results[t.Dir] {
 			switch r.Outcome {
+			case Gone:
+				gone = append(gone, "- `"+r.Mutant.File+"`")
 			case Survived:
 				surv = append(surv, "- `"+r.Mutant.ID()+"`")
 			case Equivalent:
@@ -74,6 +82,9 @@ func WriteMarkdown(w io.Writer, tallies []Tally, results map[string][]Result) {
 		}
 		if len(eq) > 0 {
 			fmt.Fprintf(w, "\nEquivalent in %s:\n\n%s\n", t.Dir, strings.Join(eq, "\n"))
+		}
+		if len(gone) > 0 {
+			fmt.Fprintf(w, "\nNo longer generated in %s (the line changed since the first run; not counted):\n\n%s\n", t.Dir, strings.Join(gone, "\n"))
 		}
 	}
 }

@@ -34,6 +34,7 @@ const (
 	TimedOut   Outcome = "timed out"
 	NoCompile  Outcome = "does not compile"
 	Equivalent Outcome = "equivalent" // survived, and listed as equivalent with a reason
+	Gone       Outcome = "gone"       // in a -rerun: the mutated line changed since
 )
 
 // Result is one mutant's outcome.
@@ -75,9 +76,15 @@ func again(muts []Mutant, prev []Prior) ([]Mutant, map[string]Outcome) {
 	for _, p := range prev {
 		m, ok := byID[p.ID]
 		if !ok {
-			m = Mutant{Desc: p.ID + " (no longer generated: the file changed)"}
-			kept[m.ID()] = Survived
-		} else if p.Outcome == Killed || p.Outcome == TimedOut {
+			m, ok = moved(muts, p.ID)
+		}
+		if ok && m.ID() != p.ID && (p.Outcome == Killed || p.Outcome == TimedOut) {
+			kept[m.ID()] = p.Outcome
+		}
+		if !ok {
+			m = Mutant{File: p.ID, Desc: "no longer generated: the file changed"}
+			kept[m.ID()] = Gone
+		} else if m.ID() == p.ID && (p.Outcome == Killed || p.Outcome == TimedOut) {
 			kept[p.ID] = p.Outcome
 		}
 		out = append(out, m)
@@ -230,4 +237,39 @@ func tail(b []byte) string {
 		b = b[len(b)-3000:]
 	}
 	return string(b)
+}
+
+// moved finds the mutant id named before its file gained or lost a few lines: the same
+// file, column and change within five lines.
+func moved(muts []Mutant, id string) (Mutant, bool) {
+	var file, desc string
+	var line, col int
+	head, rest, ok := strings.Cut(id, ": ")
+	if !ok {
+		return Mutant{}, false
+	}
+	desc = rest
+	parts := strings.Split(head, ":")
+	if len(parts) != 3 {
+		return Mutant{}, false
+	}
+	file = parts[0]
+	fmt.Sscan(parts[1], &line)
+	fmt.Sscan(parts[2], &col)
+	best, found := Mutant{}, false
+	for _, m := range muts {
+		if m.File == file && m.Col == col && m.Desc == desc && m.Line-line <= 5 && line-m.Line <= 5 {
+			if !found || abs(m.Line-line) < abs(best.Line-line) {
+				best, found = m, true
+			}
+		}
+	}
+	return best, found
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
