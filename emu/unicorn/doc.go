@@ -1,7 +1,14 @@
-// Package unicorn is a small cgo binding to libunicorn 2.0.x (Debian's
-// libunicorn-dev), covering what the trampoline harness needs on x86_64 and
-// arm64: engines, memory, registers, runs that end on a sentinel, hooks
-// backed by Go callbacks or by C, and CPU contexts.
+// Package unicorn is a small cgo binding to libunicorn 2.0 and 2.1 (Debian's
+// libunicorn-dev 2.0.1 in bookworm, 2.1.4 in sid, which `make deps` fetches),
+// covering what the trampoline harness needs on x86_64 and arm64: engines,
+// memory, registers, runs that end on a sentinel, hooks backed by Go
+// callbacks or by C, and CPU contexts. Version reports the library the
+// process runs on.
+//
+// Without cgo (CGO_ENABLED=0) the package keeps its types and constants
+// (api.go, the numbers checked against the header by a cgo test) and every
+// entry point returns ErrNotAvailable, so that the rest of trampjit builds
+// anywhere.
 //
 // # Runs
 //
@@ -13,12 +20,27 @@
 // kind, address, size and pc), an interrupt (with its number), a halt
 // elsewhere, an exhausted instruction count, a jump to address 0, or a
 // panicking Go hook (recovered in the callback and returned as *PanicError;
-// a Go panic must never unwind through Unicorn's C frames). Two C hooks are
-// always installed and never call Go: one records invalid memory accesses,
+// a Go panic must never unwind through Unicorn's C frames). C hooks that
+// never call Go are always installed: one records invalid memory accesses,
 // one records interrupts and stops the run (any installed interrupt hook
-// makes Unicorn resume after the interrupt, so someone must stop it).
+// makes Unicorn resume after the interrupt, so someone must stop it), one
+// counts Run's budget per block, and on 2.1 one fills the TLB.
 //
-// # Unicorn 2.0.x behaviour the binding compensates for
+// # Unicorn behaviour the binding compensates for
+//
+// 2.1:
+//
+//   - Its default TLB (UC_TLB_CPU) runs x86_64 addresses through the CPU's
+//     52-bit physical width: a fetch at 0xffffffff81200000 faulted at
+//     0xfffff81200000. Open selects UC_TLB_VIRTUAL (virtual == physical over
+//     64 bits, as in 2.0) on every arch.
+//   - The virtual TLB grants an entry only the access that missed, so a page
+//     that is both loaded and stored (the stack) refilled on every switch,
+//     each refill restoring the CPU state: 4x slower. An always-on C
+//     UC_HOOK_TLB_FILL hook grants all three; region protections are still
+//     checked on each access.
+//
+// 2.0 and 2.1:
 //
 //   - uc_mem_write leaves translations of the code it overwrites in the
 //     cache; Write invalidates the written pages.
@@ -49,13 +71,18 @@
 //     time. Run uses until=0, which Unicorn never invalidates.
 //   - A timeout costs 100-150 µs per run: Unicorn creates and joins a timer
 //     thread for each uc_emu_start.
-//   - A count costs a C helper call per executed instruction, and switching
-//     between count == 0 and count > 0 flushes the whole translation cache
-//     (~12 ms; FlushCode costs the same, and seconds the first time). Keep
-//     one budget for all runs of an engine.
-//   - Loads cost ~2 ns, stores ~62 ns each on both arches: every store in
-//     2.0.x takes the not-dirty slow path and looks for code to invalidate
-//     (fixed upstream in 2.1.0, commit d0103576). Stores dominate emulated
+//   - Start's count is Unicorn's: a C helper call per executed instruction
+//     (two thirds of a checked batch run on 2.1), and switching between
+//     count == 0 and count > 0 flushes the whole translation cache (~12 ms;
+//     FlushCode costs the same, and seconds the first time). Run and
+//     RunRegs budget by block instead (budget.c): an always-on C block hook
+//     adds each block's instruction count, cached by address, and stops the
+//     run in the block that goes past the budget; no flush, about a tenth
+//     of a batch run.
+//   - Loads cost ~2 ns, stores ~62 ns each on both arches in 2.0.x: every
+//     store takes the not-dirty slow path and looks for code to invalidate
+//     (fixed upstream in 2.1.0, commit d0103576; on 2.1.4 a store costs
+//     about 40% of 2.0.1's, and BenchmarkTrampShape runs 2.7-3x faster). Stores dominate emulated
 //     time: an x86 call/ret loop runs at ~70 ns per iteration (the call
 //     pushes), the arm64 bl/ret loop at ~5 ns, and an x86 function shaped
 //     like a 2-program trampoline (12 of 33 instructions store) at ~770 ns,
