@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/emu"
 	"github.com/trampjit/trampjit/jit"
 	"github.com/trampjit/trampjit/kernel"
@@ -19,10 +20,22 @@ func corpora(t *testing.T) []string {
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no kernel corpus found: %v", err)
 	}
-	for i := range dirs {
-		dirs[i] = filepath.Dir(dirs[i])
+	var out []string
+	for _, d := range dirs {
+		d = filepath.Dir(d)
+		// A corpus is committed before its profile is modelled (7.2): skip those.
+		if k, _, _ := strings.Cut(filepath.Base(d), "-"); !btfmodelKnows(k) {
+			t.Logf("%s: profile %s is not modelled yet", d, k)
+			continue
+		}
+		out = append(out, d)
 	}
-	return dirs
+	return out
+}
+
+func btfmodelKnows(kernel string) bool {
+	_, err := btfmodel.ParseKernel(kernel)
+	return err == nil
 }
 
 // TestCorpus runs every captured image, the kernel's bytes at the kernel's addresses, and

@@ -29,6 +29,9 @@ type CaptureOptions struct {
 	BTF      string        // the "btf" path written into each request (default "vmlinux.btf.xz")
 	CopyBTF  bool          // copy the guest's /sys/kernel/btf/vmlinux out (~20 s more on x86)
 	Progress io.Writer     // progress lines (optional)
+	// Pin is the build to boot (a corpus's kernel.json, CorpusPin): kept while the archive
+	// has it, else the newest of the series with a note; zero means the newest.
+	Pin vm.Pin
 }
 
 // CaptureReport is what Capture found, cases in the order they were given.
@@ -83,7 +86,7 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 			return nil, err
 		}
 	}
-	k, agent, work, cleanup, err := guestSetup(ctx, o.Kernel, o.Arch, o.WorkDir, progress)
+	k, agent, work, cleanup, err := guestSetup(ctx, o.Kernel, o.Arch, o.Pin, o.WorkDir, progress)
 	if err != nil {
 		return nil, err
 	}

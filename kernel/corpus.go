@@ -2,7 +2,12 @@ package kernel
 
 import (
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/trampjit/trampjit/btfmodel"
@@ -117,4 +122,25 @@ func targetProto(fn string) string {
 		params = []string{"void"}
 	}
 	return fmt.Sprintf("int %s(%s)", fn, strings.Join(params, ", "))
+}
+
+// CorpusPin is the Debian build a corpus was captured from (its kernel.json), for
+// CaptureOptions.Pin: a re-capture boots that build while the archive still has it. A corpus
+// without kernel.json gives the zero Pin (the newest build).
+func CorpusPin(dir string) (vm.Pin, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "kernel.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return vm.Pin{}, nil
+	}
+	if err != nil {
+		return vm.Pin{}, err
+	}
+	var p vm.Pin
+	if err := json.Unmarshal(b, &p); err != nil {
+		return vm.Pin{}, fmt.Errorf("%s/kernel.json: %w", dir, err)
+	}
+	if (p.Package == "") != (p.Version == "") {
+		return vm.Pin{}, fmt.Errorf("%s/kernel.json: package %q with version %q: want both or neither", dir, p.Package, p.Version)
+	}
+	return p, nil
 }

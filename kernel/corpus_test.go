@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,15 +11,23 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/kernel/vm"
 )
 
 const corpusRoot = "../testdata/kernel"
 
-// corpora lists the committed corpus directories (testdata/kernel/<kernel>-<arch>).
+// corpora lists the committed corpus directories (testdata/kernel/<kernel>-<arch>) of the
+// profiles the model knows (a corpus is committed before its profile is modelled).
 func corpora(t *testing.T) []string {
 	dirs, _ := filepath.Glob(filepath.Join(corpusRoot, "*-*"))
 	var out []string
 	for _, d := range dirs {
+		if k, _, _ := strings.Cut(filepath.Base(d), "-"); !modelled(k) {
+			t.Logf("%s: profile %s is not modelled yet; its corpus is not checked", d, k)
+			continue
+		}
 		if _, err := os.Stat(filepath.Join(d, "cases.jsonl")); err == nil {
 			out = append(out, d)
 		}
@@ -98,6 +107,10 @@ func TestGuestSample(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			pin, err := CorpusPin(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
 			byID := map[string]*CorpusCase{}
 			for i := range all {
 				byID[all[i].ID] = &all[i]
@@ -115,13 +128,28 @@ func TestGuestSample(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
-			rep, err := Capture(ctx, CaptureOptions{Kernel: kernel, Arch: arch, Cases: sample, Timeout: 3 * time.Minute})
+			rep, err := Capture(ctx, CaptureOptions{Kernel: kernel, Arch: arch, Cases: sample, Timeout: 3 * time.Minute, Pin: pin})
+			if errors.Is(err, vm.ErrSeriesGone) {
+				t.Skipf("%v; the offline checks of the %s corpus still run", err, name)
+			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Another build of the series (the pinned one left the archive): the fresh
+			// capture is checked against the model only, not against the corpus.
+			other := pin.Version != "" && rep.Kernel.Version != pin.Version
+			if other {
+				t.Logf("%s: booted %s %s, the corpus has %s: comparing the model with the fresh capture", name, rep.Kernel.Package, rep.Kernel.Version, pin.Version)
 			}
 			for _, got := range rep.Cases {
 				want := byID[got.ID]
 				switch {
+				case other && got.Error != "":
+				case other:
+					got.Request.SetDir(dir)
+					if d := Diff(&got); d.Verdict != Match {
+						t.Errorf("%s: fresh capture vs model: %s at %#x: %s / %s", got.ID, d.Verdict, d.Offset, d.Model, d.Kernel)
+					}
 				case want.Error != "" || got.Error != "":
 					if got.KernelMessage() != want.KernelMessage() || got.Errno != want.Errno {
 						t.Errorf("%s: refused %q %s, corpus says %q %s", got.ID, got.KernelMessage(), got.Errno, want.KernelMessage(), want.Errno)
@@ -150,4 +178,10 @@ func TestGuestSample(t *testing.T) {
 		})
 	}
 	t.Logf("all guests: %v", time.Since(t0))
+}
+
+// modelled reports whether the model knows a profile.
+func modelled(kernel string) bool {
+	_, err := btfmodel.ParseKernel(kernel)
+	return err == nil
 }

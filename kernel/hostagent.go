@@ -94,9 +94,9 @@ func runHostAgent(ctx context.Context, req wire.Request, progress io.Writer, onF
 
 // guestSetup fetches a profile's kernel and builds the agent for it in workDir (a temporary
 // directory when empty, removed by cleanup): what every guest run starts with.
-func guestSetup(ctx context.Context, kernel, arch, workDir string, progress io.Writer) (k *vm.KernelImage, agent, work string, cleanup func(), err error) {
+func guestSetup(ctx context.Context, kernel, arch string, pin vm.Pin, workDir string, progress io.Writer) (k *vm.KernelImage, agent, work string, cleanup func(), err error) {
 	cleanup = func() {}
-	if k, err = vm.Fetch(ctx, kernel, arch, progress); err != nil {
+	if k, err = vm.FetchPinned(ctx, kernel, arch, pin, progress); err != nil {
 		return nil, "", "", cleanup, err
 	}
 	work = workDir

@@ -58,7 +58,7 @@ func Verify(ctx context.Context, o VerifyOptions) ([]VerifyResult, error) {
 	if len(o.Programs) == 0 {
 		return nil, nil
 	}
-	k, agent, work, cleanup, err := guestSetup(ctx, o.Kernel, o.Arch, o.WorkDir, progress)
+	k, agent, work, cleanup, err := guestSetup(ctx, o.Kernel, o.Arch, vm.Pin{}, o.WorkDir, progress)
 	if err != nil {
 		return nil, err
 	}
