@@ -35,7 +35,7 @@ var helperNames = []string{
 const arch = runtime.GOARCH
 
 type capturer struct {
-	mem  *memReader
+	mem  kernelMem
 	ks   *kallsyms
 	spec *btf.Spec
 	off  offsets

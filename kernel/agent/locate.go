@@ -133,6 +133,7 @@ func (c *capturer) walkTrampolines(fn uint64) (*tableEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	var stale *tableEntry
 	for i := 0; i < trampolineTableSize; i++ {
 		node := binary.LittleEndian.Uint64(heads[8*i:])
 		for n := 0; node != 0 && n < 64; n++ {
@@ -142,12 +143,24 @@ func (c *capturer) walkTrampolines(fn uint64) (*tableEntry, error) {
 				return nil, err
 			}
 			if addr == fn {
-				return c.readTrampoline(tr)
+				e, err := c.readTrampoline(tr)
+				if err != nil || e.im != 0 {
+					return e, err
+				}
+				// A trampoline without an image is one being torn down (7.2 keeps the
+				// one of an unloaded BPF-program target at the same address a while):
+				// keep looking for the live one.
+				if stale == nil {
+					stale = e
+				}
 			}
 			if node, err = c.mem.u64(node); err != nil { // hlist_node.next
 				return nil, err
 			}
 		}
+	}
+	if stale != nil {
+		return stale, nil
 	}
 	return nil, fmt.Errorf("no bpf_trampoline for %#x in %s", fn, table)
 }

@@ -8,6 +8,12 @@ import (
 	"github.com/cilium/ebpf/asm"
 )
 
+// kernelMem reads kernel memory (memReader; tests fake it).
+type kernelMem interface {
+	read(addr uint64, n int) ([]byte, error)
+	u64(addr uint64) (uint64, error)
+}
+
 // memChunk is the most one test run reads.
 const memChunk = 4096
 
