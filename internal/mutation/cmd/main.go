@@ -37,7 +37,7 @@ var extraArgs = map[string][]string{
 
 func main() {
 	seed := flag.Uint64("seed", 1, "sampling seed")
-	capN := flag.Int("cap", 60, "mutants per package (that compile)")
+	capN := flag.Int("cap", 50, "mutants per package (that compile)")
 	equiv := flag.String("equiv", "", "markdown file listing equivalent mutants (\"- `ID` — reason\")")
 	out := flag.String("o", "", "write the figures (markdown) to this file as well")
 	jsonOut := flag.String("json", "", "write every mutant's outcome (JSON) to this file, for -rerun")
