@@ -261,7 +261,7 @@ func TestDiffDisagreementExit(t *testing.T) {
 		t.Fatalf("the kernel's own case: exit %d\n%s%s", code, out, e)
 	}
 	i := strings.LastIndex(line, `"image":"`) + len(`"image":"`) // the case's, after the request's addrs.image
-	flipped := line[:i] + "00000000" + line[i+8:] // the first instruction, zeroed
+	flipped := line[:i] + "00000000" + line[i+8:]                // the first instruction, zeroed
 	os.WriteFile(filepath.Join(dir, "cases.jsonl"), []byte(flipped+"\n"), 0o644)
 	if code, out, e := trampjit("diff", "--corpus", dir); code != exitDisagree || !strings.Contains(out, "differ") {
 		t.Errorf("a changed image: exit %d\n%s%s; want exit 3 and the difference", code, out, e)

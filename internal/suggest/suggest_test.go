@@ -12,7 +12,7 @@ func TestClosest(t *testing.T) {
 		in   string
 		want []string
 	}{
-		{"tcp_v4_conect", []string{"tcp_v4_connect", "tcp_v6_connect"}}, // one deletion; two edits
+		{"tcp_v4_conect", []string{"tcp_v4_connect", "tcp_v6_connect"}},  // one deletion; two edits
 		{"tcp_v4_cnonect", []string{"tcp_v4_connect", "tcp_v6_connect"}}, // a transposition is one edit
 		{"udp_sendmgs", []string{"udp_sendmsg"}},
 		{"z", []string{"x", "y"}},
