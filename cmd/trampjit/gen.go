@@ -80,8 +80,8 @@ func (r *requestFlags) build(fs *flag.FlagSet) (*jit.Request, error) {
 			return nil, usageErr("--%s must not be negative", strings.ReplaceAll(string(k.kind), "_", "-"))
 		}
 		// Checked before anything is built: a count is a flag, not a promise of memory.
-		if total += k.n; k.n > jit.MaxTrampLinks || total > jit.MaxTrampLinks {
-			return nil, usageErr("%d programs on one trampoline: the kernel allows %d (BPF_MAX_TRAMP_LINKS) and fails the link with E2BIG", total, jit.MaxTrampLinks)
+		if total += k.n; k.n > btfmodel.MaxTrampLinks || total > btfmodel.MaxTrampLinks {
+			return nil, usageErr("%d programs on one trampoline: the kernel allows %d (BPF_MAX_TRAMP_LINKS) and fails the link with E2BIG", total, btfmodel.MaxTrampLinks)
 		}
 	}
 	for _, k := range counts {
