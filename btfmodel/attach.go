@@ -79,7 +79,7 @@ type AttachEnv struct {
 // lists), then the arch JIT at link time.
 func CheckAttach(name string, m *FuncModel, distillErr error, at AttachType, env AttachEnv) Verdict {
 	v := Verdict{Type: at}
-	if at == Fsession && (env.Kernel == Kernel61 || env.Kernel == Kernel612) {
+	if at == Fsession && !env.Kernel.Has(CapFsession) {
 		// The attach type only exists from 7.0 on; older kernels refuse the load.
 		v.Stage, v.Errno = StageLoad, "EINVAL"
 		v.Msg = fmt.Sprintf("Linux %s has no BPF_TRACE_FSESSION (attach type 58, added in 7.0)", env.Kernel)

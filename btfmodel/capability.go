@@ -34,6 +34,7 @@ const (
 	CapArm64DirectCalls  Capability = "arm64-ftrace-direct-calls"
 	CapArm64StructArgs   Capability = "arm64-struct-args"
 	CapHelperCgrpStorage Capability = "helper-cgrp-storage"
+	CapFsession          Capability = "fsession"
 )
 
 // The verifier's instruction walk (kernel/bpf/verifier.c).
@@ -99,6 +100,7 @@ var Capabilities = []CapInfo{
 		Doc: "traced x86_64 functions start with ENDBR (Debian builds 6.12 with it, 6.1 without)"},
 	{Cap: CapArm64DirectCalls, Since: v(6, 4), Doc: "arm64 has ftrace direct calls: trampolines attach to kernel functions, not only to BPF programs"},
 	{Cap: CapArm64StructArgs, Since: v(6, 5), Doc: "the arm64 trampoline accepts struct-by-value arguments and counts register slots"},
+	{Cap: CapFsession, Since: v(7, 0), Doc: "BPF_TRACE_FSESSION (attach type 58): one program as both fentry and fexit, with a session cookie"},
 	{Cap: CapHelperCgrpStorage, Since: v(6, 2), Doc: "bpf_cgrp_storage_get/delete exist: __BPF_FUNC_MAX_ID is 212, not 210"},
 
 	{Cap: CapVerifierCPUv4, Since: v(6, 6), Doc: "cpu v4 encodings (sdiv/smod, movsx, 64-bit bswap, BPF_MEMSX) are not reserved fields"},

@@ -21,6 +21,7 @@ var Profiles = []Profile{
 			CapArm64DirectCalls:  false,
 			CapArm64StructArgs:   false,
 			CapHelperCgrpStorage: false,
+			CapFsession:          false,
 
 			CapVerifierCPUv4:            false,
 			CapVerifierALURangeAnySrc:   false,
@@ -77,6 +78,7 @@ var Profiles = []Profile{
 			CapArm64DirectCalls:  true,
 			CapArm64StructArgs:   true,
 			CapHelperCgrpStorage: true,
+			CapFsession:          false,
 
 			CapVerifierCPUv4:            true,
 			CapVerifierALURangeAnySrc:   true,
