@@ -45,9 +45,10 @@ type profile struct {
 	// open: for Debian 6.1 this is assumed from the int3 at the end of the capture, which the
 	// capture's own note calls page fill; either reading gives the same bytes there.
 	sls bool
-	// ibt: the distro build has CONFIG_X86_KERNEL_IBT (Debian 6.12 yes, Debian 6.1 no). It
-	// puts ENDBR (or its poison) at traced functions, so orig_call skips 4 more bytes when
-	// the request gives no patched call site, and makes EMIT_ENDBR emit endbr64.
+	// ibt: the distro build has CONFIG_X86_KERNEL_IBT (btfmodel.CapX86KernelIBT: Debian 6.12
+	// yes, Debian 6.1 no). It puts ENDBR (or its poison) at traced functions, so orig_call
+	// skips 4 more bytes when the request gives no patched call site, and makes EMIT_ENDBR
+	// emit endbr64.
 	ibt bool
 	// alignImage: emit_align pads to the image address (6.1 writes the image in place); 6.12
 	// writes a kvmalloc'd buffer at least 16-aligned, so the offset alone decides.
@@ -55,14 +56,14 @@ type profile struct {
 }
 
 // profiles is the JIT's own switches per modelled kernel; the argument limits come from
-// btfmodel.LimitsFor.
+// btfmodel.LimitsFor and IBT from btfmodel.CapX86KernelIBT.
 var profiles = map[btfmodel.Kernel]profile{
 	btfmodel.Kernel61: {
 		kernel: btfmodel.Kernel61, nopMax: 8, endbrEntry: true, sls: true, alignImage: true,
 	},
 	btfmodel.Kernel612: {
 		kernel: btfmodel.Kernel612, rbxInFrame: true, sxImm64: true, nopMax: 11, callDepth: true,
-		sls: true, ibt: true,
+		sls: true,
 	},
 }
 
@@ -72,6 +73,7 @@ func profileFor(k btfmodel.Kernel) (*profile, error) {
 		return nil, fmt.Errorf("amd64: no profile for kernel %q", k)
 	}
 	p.lim = btfmodel.LimitsFor(btfmodel.AMD64, k)
+	p.ibt = k.Has(btfmodel.CapX86KernelIBT)
 	return &p, nil
 }
 
