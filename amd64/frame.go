@@ -56,15 +56,15 @@ func (l *StackLayout) compute(m *btfmodel.FuncModel, flags jit.Flags, p *profile
 	for _, a := range m.Args {
 		l.NrRegs += a.Slots()
 	}
-	if l.NrRegs > p.maxRegs || l.NrArgs > p.maxRegs {
+	if l.NrRegs > p.lim.MaxRegSlots || l.NrArgs > p.lim.MaxRegSlots {
 		return fmt.Errorf("%s: %d argument slots, x86-64 on %s supports up to %d: %w",
-			m.Name, l.NrRegs, p.kernel, p.maxRegs, jit.ENOTSUPP)
+			m.Name, l.NrRegs, p.kernel, p.lim.MaxRegSlots, jit.ENOTSUPP)
 	}
 	// Placement walk (save_args / get_nr_used_regs).
 	used, stack := 0, 0
 	for i, a := range m.Args {
 		k := a.Slots()
-		if used+k <= maxRegSlots {
+		if used+k <= p.lim.ArgRegs {
 			l.Args[i] = ArgLoc{Slots: k, Reg: used}
 			used += k
 		} else {
@@ -93,7 +93,7 @@ func (l *StackLayout) compute(m *btfmodel.FuncModel, flags jit.Flags, p *profile
 	}
 	s += 16 // struct bpf_tramp_run_ctx
 	l.RunCtxOff = s
-	if p.stackArgs && l.NrRegs > maxRegSlots && flags&jit.FlagCallOrig != 0 {
+	if p.lim.StackArgs && l.NrRegs > p.lim.ArgRegs && flags&jit.FlagCallOrig != 0 {
 		s += 8 * l.StackSlots
 		if s%16 == 0 { // rsp 16-aligned at the original call
 			s += 8

@@ -20,19 +20,16 @@ const (
 )
 
 const (
-	pageSize    = 4096
-	insnSafety  = 64 // BPF_INSN_SAFETY
-	maxRegSlots = 6  // argument registers rdi..r9
+	pageSize   = 4096
+	insnSafety = 64 // BPF_INSN_SAFETY
 )
 
 // profile is what differs between the kernel versions trampjit models, as data.
 type profile struct {
 	kernel btfmodel.Kernel
-	// maxRegs is the most argument slots the JIT accepts (-ENOTSUPP above): 6.1 has no
-	// stack-argument support, 6.12 takes MAX_BPF_FUNC_ARGS.
-	maxRegs int
-	// stackArgs: 6.12 copies stack-passed arguments (save_args with >6 slots).
-	stackArgs bool
+	// lim are the argument limits (btfmodel.LimitsFor): 6.1 takes six registers, 6.12
+	// copies stack-passed arguments (save_args with >6 slots) up to MAX_BPF_FUNC_ARGS.
+	lim btfmodel.ArchLimits
 	// rbxInFrame: 6.12 keeps rbx in a frame slot; 6.1 pushes/pops it below the frame.
 	rbxInFrame bool
 	// sxImm64: emit_mov_imm64 has the sign-extended 7-byte branch (added after 6.7).
@@ -48,34 +45,36 @@ type profile struct {
 	// open: for Debian 6.1 this is assumed from the int3 at the end of the capture, which the
 	// capture's own note calls page fill; either reading gives the same bytes there.
 	sls bool
-	// ibt: the distro build has CONFIG_X86_KERNEL_IBT (Debian 6.12 yes, Debian 6.1 no). It
-	// puts ENDBR (or its poison) at traced functions, so orig_call skips 4 more bytes when
-	// the request gives no patched call site, and makes EMIT_ENDBR emit endbr64.
+	// ibt: the distro build has CONFIG_X86_KERNEL_IBT (btfmodel.CapX86KernelIBT: Debian 6.12
+	// yes, Debian 6.1 no). It puts ENDBR (or its poison) at traced functions, so orig_call
+	// skips 4 more bytes when the request gives no patched call site, and makes EMIT_ENDBR
+	// emit endbr64.
 	ibt bool
 	// alignImage: emit_align pads to the image address (6.1 writes the image in place); 6.12
 	// writes a kvmalloc'd buffer at least 16-aligned, so the offset alone decides.
 	alignImage bool
 }
 
-var (
-	profile61 = profile{
-		kernel: btfmodel.Kernel61, maxRegs: 6, nopMax: 8, endbrEntry: true, sls: true,
-		alignImage: true,
-	}
-	profile612 = profile{
-		kernel: btfmodel.Kernel612, maxRegs: btfmodel.MaxFuncArgs, stackArgs: true,
-		rbxInFrame: true, sxImm64: true, nopMax: 11, callDepth: true, sls: true, ibt: true,
-	}
-)
+// profiles is the JIT's own switches per modelled kernel; the argument limits come from
+// btfmodel.LimitsFor and IBT from btfmodel.CapX86KernelIBT.
+var profiles = map[btfmodel.Kernel]profile{
+	btfmodel.Kernel61: {
+		kernel: btfmodel.Kernel61, nopMax: 8, endbrEntry: true, sls: true, alignImage: true,
+	},
+	btfmodel.Kernel612: {
+		kernel: btfmodel.Kernel612, rbxInFrame: true, sxImm64: true, nopMax: 11, callDepth: true,
+		sls: true,
+	},
+}
 
 func profileFor(k btfmodel.Kernel) (*profile, error) {
-	switch k {
-	case btfmodel.Kernel61:
-		return &profile61, nil
-	case btfmodel.Kernel612:
-		return &profile612, nil
+	p, ok := profiles[k]
+	if !ok {
+		return nil, fmt.Errorf("amd64: no profile for kernel %q", k)
 	}
-	return nil, fmt.Errorf("amd64: no profile for kernel %q", k)
+	p.lim = btfmodel.LimitsFor(btfmodel.AMD64, k)
+	p.ibt = k.Has(btfmodel.CapX86KernelIBT)
+	return &p, nil
 }
 
 // feats are the switches in effect for one image: the request's features filtered by what

@@ -244,7 +244,7 @@ func (g *gen) callOrig() error {
 	t, a, l := g.t, &g.a, &g.l
 	g.open(jit.SecCallOrig)
 	g.restoreRegs(l.RegsOff)
-	if g.p.stackArgs {
+	if g.p.lim.StackArgs {
 		g.saveArgs(l.ArgStackOff, true)
 	}
 	if t.Flags&jit.FlagTailCallCtx != 0 {
@@ -324,7 +324,7 @@ func (g *gen) restoreRegs(off int) {
 			g.a.load(argRegs[loc.Reg+j], int32(-off))
 			off -= 8
 		}
-		if loc.Reg+loc.Slots >= maxRegSlots {
+		if loc.Reg+loc.Slots >= g.p.lim.ArgRegs {
 			break
 		}
 	}

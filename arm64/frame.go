@@ -41,17 +41,17 @@ func SaveRet(flags jit.Flags) bool {
 	return flags&(jit.FlagCallOrig|jit.FlagRetFentryRet) != 0
 }
 
-// ArgRegs is the number of argument registers the trampoline saves for m. 6.12
+// ArgRegs is the number of argument registers the trampoline saves for m. With struct arguments it
 // counts registers (btf_func_model_nregs: a struct of 9..16 bytes takes two) and
-// refuses more than 8; 6.1 counts arguments and refuses struct arguments.
+// refuses more than 8; without (6.1) it counts arguments and refuses struct arguments.
 func ArgRegs(p Profile, m *btfmodel.FuncModel) (int, error) {
 	n := m.NrArgs()
-	if !p.StructArgs {
-		if n > MaxRegArgs {
-			return 0, reject(jit.ENOTSUPP, fmt.Sprintf("%s has %d arguments, the 6.1 arm64 trampoline passes at most %d", m.Name, n, MaxRegArgs))
+	if !p.Limits.StructArgs {
+		if n > p.Limits.ArgRegs {
+			return 0, reject(jit.ENOTSUPP, fmt.Sprintf("%s has %d arguments, the %s arm64 trampoline passes at most %d", m.Name, n, p.Kernel, p.Limits.ArgRegs))
 		}
 		if m.HasStructArg() {
-			return 0, reject(jit.ENOTSUPP, fmt.Sprintf("%s takes a struct by value, which the 6.1 arm64 trampoline does not support", m.Name))
+			return 0, reject(jit.ENOTSUPP, fmt.Sprintf("%s takes a struct by value, which the %s arm64 trampoline does not support", m.Name, p.Kernel))
 		}
 		return n, nil
 	}
@@ -60,8 +60,8 @@ func ArgRegs(p Profile, m *btfmodel.FuncModel) (int, error) {
 			n += (a.Size+7)/8 - 1
 		}
 	}
-	if n > MaxRegArgs {
-		return 0, reject(jit.ENOTSUPP, fmt.Sprintf("%s needs %d argument registers, the %s arm64 trampoline saves at most %d (no stack arguments before 6.16)", m.Name, n, p.Kernel, MaxRegArgs))
+	if n > p.Limits.MaxRegSlots {
+		return 0, reject(jit.ENOTSUPP, fmt.Sprintf("%s needs %d argument registers, the %s arm64 trampoline saves at most %d (no stack arguments before 6.16)", m.Name, n, p.Kernel, p.Limits.MaxRegSlots))
 	}
 	return n, nil
 }

@@ -23,26 +23,19 @@ type Profile struct {
 	// MovX20FirstThenCBZ: invoke_bpf_prog saves the enter result to x20 before the
 	// cbz (6.12, "Fix incorrect runtime stats"); 6.1.20 has the nop/cbz first.
 	MovX20FirstThenCBZ bool
-	// StructArgs: struct-by-value arguments are accepted and the slot count is
-	// registers (6.5+); 6.1 refuses any STRUCT_ARG with -ENOTSUPP.
-	StructArgs bool
-	// KernelFuncTargets: kernel functions can be traced (ftrace direct calls, 6.4+);
-	// 6.1 only attaches to BPF-program targets.
-	KernelFuncTargets bool
 	// PackAlloc: the image is a bpf_prog_pack chunk sized by a separate sizing pass,
 	// over PAGE_SIZE is -E2BIG (6.12); 6.1 writes into a whole page, -EFBIG.
 	PackAlloc bool
+
+	// Limits are the argument and target limits (btfmodel.LimitsFor): struct arguments
+	// (6.5+; 6.1 refuses any STRUCT_ARG with -ENOTSUPP), kernel-function targets (ftrace
+	// direct calls, 6.4+; 6.1 only attaches to BPF-program targets), eight registers.
+	Limits btfmodel.ArchLimits
 }
 
 // PageSize is the arm64 PAGE_SIZE the modelled kernels use.
 // open: 4K as in Debian's arm64 config; 16K/64K-page kernels allow larger trampolines.
 const PageSize = 4096
-
-// MaxRegArgs is the number of argument registers a 6.1/6.12 trampoline saves.
-const MaxRegArgs = 8
-
-// MaxLinks is BPF_MAX_TRAMP_LINKS on arm64, summed over all kinds.
-const MaxLinks = 38
 
 var profiles = map[btfmodel.Kernel]Profile{
 	// 6.1 as Debian ships it (6.1.176, captured): the stable series took the im-load, BTI
@@ -54,8 +47,6 @@ var profiles = map[btfmodel.Kernel]Profile{
 		IMMovImm64:         true,
 		RetToOrig:          true,
 		MovX20FirstThenCBZ: true,
-		StructArgs:         true,
-		KernelFuncTargets:  true,
 		PackAlloc:          true,
 	},
 }
@@ -66,5 +57,6 @@ func ProfileFor(k btfmodel.Kernel) (Profile, error) {
 	if !ok {
 		return Profile{}, fmt.Errorf("arm64: no profile for kernel %q", k)
 	}
+	p.Limits = btfmodel.LimitsFor(btfmodel.ARM64, k)
 	return p, nil
 }

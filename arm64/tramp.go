@@ -35,7 +35,7 @@ func (b Backend) Generate(t *jit.Tramp) (*jit.Image, error) {
 			return nil, reject(jit.EINVAL, fmt.Sprintf("instruction %d (offset %#x) could not be encoded", i, 4*i))
 		}
 	}
-	if !g.p.KernelFuncTargets && !t.ProgTarget {
+	if !g.p.Limits.KernelFuncTargets && !t.ProgTarget {
 		// register_fentry: the function is an ftrace site but tr->fops is NULL.
 		return nil, reject(jit.ENOTSUPP, fmt.Sprintf("%s arm64 cannot attach to kernel function %s (no ftrace direct calls before 6.4); only BPF-program targets", t.Kernel, t.Model.Name))
 	}
@@ -97,10 +97,10 @@ func (b Backend) prepare(t *jit.Tramp) (*gen, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := len(t.Fentry) + len(t.ModRet) + len(t.Fexit); n > MaxLinks {
+	if n := len(t.Fentry) + len(t.ModRet) + len(t.Fexit); n > p.Limits.MaxTrampLinks {
 		// __bpf_trampoline_link_prog, generic code; checked here too so a hand-built
 		// Tramp cannot go past it.
-		return nil, reject(jit.E2BIG, fmt.Sprintf("%d programs on one trampoline, at most %d", n, MaxLinks))
+		return nil, reject(jit.E2BIG, fmt.Sprintf("%d programs on one trampoline, at most %d", n, p.Limits.MaxTrampLinks))
 	}
 	g := &gen{p: p, t: t}
 	if g.l, err = Layout(p, t.Model, t.Flags); err != nil {
@@ -331,11 +331,11 @@ func (g *gen) open(name string) {
 	g.sec, g.secAt = name, at
 }
 
-// Names per program index, cached for the first MaxLinks indexes: Generate runs on
+// Names per program index, cached for the first btfmodel.MaxTrampLinks indexes: Generate runs on
 // every request and the names are the same every time.
 var (
-	secNames [MaxLinks + 1][3]string
-	progSyms [MaxLinks + 1][2]string
+	secNames [btfmodel.MaxTrampLinks + 1][3]string
+	progSyms [btfmodel.MaxTrampLinks + 1][2]string
 )
 
 func init() {
@@ -347,7 +347,7 @@ func init() {
 
 // secName is the section of program n: kind 0 fentry, 1 fmod_ret, 2 fexit.
 func secName(n, kind int) string {
-	if n >= 0 && n <= MaxLinks {
+	if n >= 0 && n <= btfmodel.MaxTrampLinks {
 		return secNames[n][kind]
 	}
 	return [3]func(int) string{jit.SecProg, jit.SecModRet, jit.SecFexit}[kind](n)
@@ -355,7 +355,7 @@ func secName(n, kind int) string {
 
 // progSym is "prog#n" (kind 0) or "bpf_func#n" (kind 1).
 func progSym(n, kind int) string {
-	if n >= 0 && n <= MaxLinks {
+	if n >= 0 && n <= btfmodel.MaxTrampLinks {
 		return progSyms[n][kind]
 	}
 	return [2]string{"prog#", "bpf_func#"}[kind] + strconv.Itoa(n)

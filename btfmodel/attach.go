@@ -79,7 +79,7 @@ type AttachEnv struct {
 // lists), then the arch JIT at link time.
 func CheckAttach(name string, m *FuncModel, distillErr error, at AttachType, env AttachEnv) Verdict {
 	v := Verdict{Type: at}
-	if at == Fsession && (env.Kernel == Kernel61 || env.Kernel == Kernel612) {
+	if at == Fsession && !env.Kernel.Has(CapFsession) {
 		// The attach type only exists from 7.0 on; older kernels refuse the load.
 		v.Stage, v.Errno = StageLoad, "EINVAL"
 		v.Msg = fmt.Sprintf("Linux %s has no BPF_TRACE_FSESSION (attach type 58, added in 7.0)", env.Kernel)
@@ -117,16 +117,16 @@ func CheckAttach(name string, m *FuncModel, distillErr error, at AttachType, env
 		if !strings.HasPrefix(name, "bpf_lsm_") {
 			return loadErr(fmt.Sprintf("attach_btf_id %d points to wrong type name %s", env.BTFID, name))
 		}
-		if lsmDisabledHooks[env.Kernel][name] {
+		if env.Kernel.Has(CapLSMDisabledHooks) && lsmDisabledHooks[name] {
 			return loadErr(fmt.Sprintf("attach_btf_id %d points to disabled hook %s", env.BTFID, name))
 		}
 	} else {
-		if inList(btfIDDeny[env.Kernel], name) {
+		if inList(btfIDDeny, name) || (env.Kernel.Has(CapBTFIDDenyRCULock) && inList(btfIDDenyRCULock, name)) {
 			v.Stage, v.Errno = StageLoad, "EINVAL"
 			v.Msg = "btf_id_deny: the kernel refuses tracing programs on " + name + " and logs no message"
 			return v
 		}
-		if (at == Fexit || at == ModRet) && inList(noreturnDeny[env.Kernel], name) {
+		if (at == Fexit || at == ModRet) && env.Kernel.Has(CapNoreturnDeny) && inList(noreturnDeny, name) {
 			return loadErr(noreturnMsg)
 		}
 	}
@@ -151,7 +151,7 @@ func modifiable(name string, env AttachEnv) (bool, string) {
 	if strings.HasPrefix(name, "security_") {
 		return true, ""
 	}
-	if fmodRetIDs[env.Kernel][name] {
+	if env.Kernel.Has(CapFmodRetIDSet) && fmodRetIDs[name] {
 		return true, ""
 	}
 	return errorInjectable(name, env), ""
@@ -167,7 +167,7 @@ func sleepableOK(name string, at AttachType, env AttachEnv) (bool, string) {
 	if at == LSM {
 		return sleepableLSMHooks[name], ""
 	}
-	if fmodRetSleepable[env.Kernel][name] {
+	if env.Kernel.Has(CapFmodRetIDSet) && fmodRetSleepable[name] {
 		return true, ""
 	}
 	if nonSleepableErrorInject[name] {
@@ -178,41 +178,46 @@ func sleepableOK(name string, at AttachType, env AttachEnv) (bool, string) {
 
 // archLimit is the arch JIT's refusal at link time (-ENOTSUPP, errno 524, no log).
 func archLimit(m *FuncModel, env AttachEnv) (errno, why string) {
+	if !LimitsFor(env.Arch, env.Kernel).KernelFuncTargets {
+		// arm64 before ftrace direct calls: register_fentry fails for kernel functions.
+		return "ENOTSUPP", fmt.Sprintf("%s %s cannot attach trampolines to kernel functions (no ftrace direct calls); only BPF-program targets", env.Arch, env.Kernel)
+	}
+	return progLimit(m, env)
+}
+
+// CheckBPFProgTarget is archLimit for a BPF-program target, which every profile can trace.
+func CheckBPFProgTarget(m *FuncModel, env AttachEnv) (errno, why string) {
+	return progLimit(m, env)
+}
+
+// progLimit is the arch JIT's argument limits (arch_prepare_bpf_trampoline).
+func progLimit(m *FuncModel, env AttachEnv) (errno, why string) {
+	l := LimitsFor(env.Arch, env.Kernel)
 	nargs, nregs := m.NrArgs(), m.NrRegs()
 	switch {
-	case env.Arch == AMD64 && env.Kernel == Kernel61:
-		// arch/x86/net/bpf_jit_comp.c arch_prepare_bpf_trampoline (6.1): six argument registers.
-		if nargs > 6 || nregs > 6 {
-			return "ENOTSUPP", fmt.Sprintf("the 6.1 x86_64 trampoline takes at most 6 argument registers; %s needs %d", m.Name, nregs)
+	case env.Arch == AMD64 && !l.StackArgs:
+		// arch/x86/net/bpf_jit_comp.c arch_prepare_bpf_trampoline (6.1): argument registers only.
+		if nargs > l.MaxRegSlots || nregs > l.MaxRegSlots {
+			return "ENOTSUPP", fmt.Sprintf("the %s x86_64 trampoline takes at most %d argument registers; %s needs %d", env.Kernel, l.MaxRegSlots, m.Name, nregs)
 		}
 	case env.Arch == AMD64:
-		// 6.12 copies stack arguments, up to MAX_BPF_FUNC_ARGS slots.
-		if nregs > MaxFuncArgs {
-			return "ENOTSUPP", fmt.Sprintf("the x86_64 trampoline takes at most %d argument slots; %s needs %d", MaxFuncArgs, m.Name, nregs)
+		// Stack arguments are copied, up to MAX_BPF_FUNC_ARGS slots.
+		if nregs > l.MaxRegSlots {
+			return "ENOTSUPP", fmt.Sprintf("the x86_64 trampoline takes at most %d argument slots; %s needs %d", l.MaxRegSlots, m.Name, nregs)
 		}
-	case env.Arch == ARM64 && env.Kernel == Kernel61:
-		// 6.1 arm64 has no ftrace direct calls: register_fentry fails for kernel functions.
-		return "ENOTSUPP", "arm64 6.1 cannot attach trampolines to kernel functions (no ftrace direct calls); only BPF-program targets"
+	case env.Arch == ARM64 && !l.StructArgs:
+		// arch/arm64/net/bpf_jit_comp.c (6.1): any STRUCT_ARG is refused, arguments are registers.
+		if m.HasStructArg() {
+			return "ENOTSUPP", fmt.Sprintf("the %s arm64 trampoline refuses struct arguments", env.Kernel)
+		}
+		if nargs > l.MaxRegSlots {
+			return "ENOTSUPP", fmt.Sprintf("the %s arm64 trampoline takes at most %d arguments; %s has %d", env.Kernel, l.MaxRegSlots, m.Name, nargs)
+		}
 	case env.Arch == ARM64:
-		// arch/arm64/net/bpf_jit_comp.c btf_func_model_nregs (6.12): registers x0-x7 only.
-		if nregs > 8 {
-			return "ENOTSUPP", fmt.Sprintf("the 6.12 arm64 trampoline takes at most 8 argument registers; %s needs %d", m.Name, nregs)
+		// btf_func_model_nregs (6.12): registers x0-x7 only.
+		if nregs > l.MaxRegSlots {
+			return "ENOTSUPP", fmt.Sprintf("the %s arm64 trampoline takes at most %d argument registers; %s needs %d", env.Kernel, l.MaxRegSlots, m.Name, nregs)
 		}
 	}
 	return "", ""
-}
-
-// CheckBPFProgTarget is archLimit for a BPF-program target on arm64 6.1, where kernel
-// functions are impossible but programs are: struct arguments and more than 8 are refused.
-func CheckBPFProgTarget(m *FuncModel, env AttachEnv) (errno, why string) {
-	if env.Arch == ARM64 && env.Kernel == Kernel61 {
-		if m.HasStructArg() {
-			return "ENOTSUPP", "the 6.1 arm64 trampoline refuses struct arguments"
-		}
-		if m.NrArgs() > 8 {
-			return "ENOTSUPP", fmt.Sprintf("the 6.1 arm64 trampoline takes at most 8 arguments; %s has %d", m.Name, m.NrArgs())
-		}
-		return "", ""
-	}
-	return archLimit(m, env)
 }

@@ -119,15 +119,15 @@ func isStructOrUnion(t btf.Type) bool {
 	return false
 }
 
-// fmodelFlags is __get_type_fmodel_flags. SIGNED_ARG exists from 6.3 on, so a 6.1 model
-// never carries it.
+// fmodelFlags is __get_type_fmodel_flags. SIGNED_ARG exists from 6.3 on (CapSignedArgFlag),
+// so a 6.1 model never carries it.
 func fmodelFlags(t btf.Type, k Kernel) ArgFlags {
 	var f ArgFlags
 	switch t := t.(type) {
 	case *btf.Struct:
 		f |= StructArg
 	case *btf.Int:
-		if t.Encoding&btf.Signed != 0 && k != Kernel61 {
+		if t.Encoding&btf.Signed != 0 && k.Has(CapSignedArgFlag) {
 			f |= SignedArg
 		}
 	}

@@ -1,18 +1,146 @@
 package btfmodel
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
-// Kernel names a kernel profile trampjit models.
+// Kernel names a kernel profile trampjit models, as requests and corpora spell it.
 type Kernel string
 
-// The kernel profiles trampjit models.
+// The kernel profiles trampjit models. Code outside the profile tables asks a profile for a
+// capability (Kernel.Has) instead of comparing names, so a new profile is one more entry.
 const (
 	Kernel61  Kernel = "6.1"
 	Kernel612 Kernel = "6.12"
 )
 
-// Kernels lists the modelled profiles, oldest first.
-var Kernels = []Kernel{Kernel61, Kernel612}
+// DefaultKernel is the profile used when a request or flag names none: the newest one.
+const DefaultKernel = Kernel612
+
+// Version is a kernel version, ordered as the kernel orders them (LINUX_VERSION_CODE).
+type Version struct{ Major, Minor, Patch int }
+
+// ParseVersion reads "6.12" or "6.12.117" (a Debian "-1" or "+deb13" suffix is not a version).
+func ParseVersion(s string) (Version, error) {
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return Version{}, fmt.Errorf("kernel version %q: want MAJOR.MINOR or MAJOR.MINOR.PATCH", s)
+	}
+	var n [3]int
+	for i, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 0 || p != strconv.Itoa(v) {
+			return Version{}, fmt.Errorf("kernel version %q: %q is not a number", s, p)
+		}
+		n[i] = v
+	}
+	return Version{n[0], n[1], n[2]}, nil
+}
+
+// String is "6.12.117", or "6.3" for a release without a stable patch level.
+func (v Version) String() string {
+	if v.Patch == 0 {
+		return fmt.Sprintf("%d.%d", v.Major, v.Minor)
+	}
+	return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
+}
+
+// Compare is -1, 0 or 1 as v is older than, the same as or newer than w.
+func (v Version) Compare(w Version) int {
+	for _, d := range [3]int{v.Major - w.Major, v.Minor - w.Minor, v.Patch - w.Patch} {
+		if d < 0 {
+			return -1
+		}
+		if d > 0 {
+			return 1
+		}
+	}
+	return 0
+}
+
+// Series is the upstream release a stable version belongs to (6.12.117 -> 6.12).
+func (v Version) Series() Version { return Version{v.Major, v.Minor, 0} }
+
+// IsZero reports an unset version.
+func (v Version) IsZero() bool { return v == Version{} }
+
+// DebianPackage says where Debian ships the modelled kernel: the suite and the binary
+// package names that qualify (the cloud flavour, not -dbg nor -unsigned).
+type DebianPackage struct {
+	Suite   string // e.g. "bookworm"
+	Package string // regular expression over binary package names
+}
+
+// Profile is one modelled kernel: the Debian build it is checked against and what it can do.
+type Profile struct {
+	Kernel  Kernel
+	Version Version // the Debian build modelled (testdata/kernel/<kernel>-*/kernel.json)
+	Debian  DebianPackage
+	caps    map[Capability]bool // every capability, stated (TestProfilesStateEveryCapability)
+}
+
+// Has reports whether the profile has a capability. An unknown profile has none; an entry the
+// profile table forgot panics, since a silent false would model a kernel nobody checked.
+func (p *Profile) Has(c Capability) bool {
+	v, ok := p.caps[c]
+	if !ok {
+		panic(fmt.Sprintf("btfmodel: profile %s does not state capability %s", p.Kernel, c))
+	}
+	return v
+}
+
+// Stated reports whether the profile's table states c (true or false).
+func (p *Profile) Stated(c Capability) bool {
+	_, ok := p.caps[c]
+	return ok
+}
+
+// ProfileFor returns the profile of a kernel name, or nil for a name no profile has.
+func ProfileFor(k Kernel) *Profile {
+	for i := range Profiles {
+		if Profiles[i].Kernel == k {
+			return &Profiles[i]
+		}
+	}
+	return nil
+}
+
+// Has reports whether profile k has capability c; false for a kernel no profile names
+// (requests are validated by ParseKernel before anything asks).
+func (k Kernel) Has(c Capability) bool {
+	p := ProfileFor(k)
+	return p != nil && p.Has(c)
+}
+
+// Kernels lists the modelled profiles' names, oldest first.
+var Kernels = kernelNames()
+
+func kernelNames() []Kernel {
+	ks := make([]Kernel, len(Profiles))
+	for i, p := range Profiles {
+		ks[i] = p.Kernel
+	}
+	return ks
+}
+
+// KernelNames is the profiles for messages and help texts: "6.1 or 6.12".
+func KernelNames() string {
+	s := make([]string, len(Kernels))
+	for i, k := range Kernels {
+		s[i] = string(k)
+	}
+	return orList(s)
+}
+
+// orList joins "a", "a or b", "a, b or c".
+func orList(s []string) string {
+	if len(s) <= 1 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
 
 // ParseKernel checks a profile name given by a user.
 func ParseKernel(s string) (Kernel, error) {
@@ -21,7 +149,7 @@ func ParseKernel(s string) (Kernel, error) {
 			return k, nil
 		}
 	}
-	return "", fmt.Errorf("unknown kernel profile %q (want 6.1 or 6.12)", s)
+	return "", fmt.Errorf("unknown kernel profile %q (want %s)", s, KernelNames())
 }
 
 // Arch names a target architecture, spelled as Go and Debian spell it.

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/trampjit/trampjit/jit"
+	"github.com/trampjit/trampjit/btfmodel"
 )
 
 // checker compares one call's observations with the expectation. It allocates only
@@ -34,8 +34,8 @@ func (c *checker) where(e *event) string {
 func (c *checker) events(obs []event) {
 	l, x := c.l, c.l.exp
 	progs := l.req.Progs
-	var enterCtx [jit.MaxTrampLinks]uint64
-	var enterStart [jit.MaxTrampLinks]uint64
+	var enterCtx [btfmodel.MaxTrampLinks]uint64
+	var enterStart [btfmodel.MaxTrampLinks]uint64
 	n := min(len(obs), len(x.events))
 	for i := 0; i < n; i++ {
 		e, o := &x.events[i], &obs[i]

@@ -157,9 +157,9 @@ func stubReplay(l *Loaded) ([]byte, error) {
 }
 
 // CostRequest is the request the cost benchmarks measure: n programs of one kind (or
-// "fentry+fexit": n/2 of each) on a vfs_read-shaped function, x86_64 Linux 6.12.
+// "fentry+fexit": n/2 of each) on a vfs_read-shaped function, x86_64, the default profile.
 func CostRequest(kind string, n int) (*jit.Request, error) {
-	r := &jit.Request{Arch: btfmodel.AMD64, Kernel: btfmodel.Kernel612,
+	r := &jit.Request{Arch: btfmodel.AMD64, Kernel: btfmodel.DefaultKernel,
 		Proto: "long vfs_read(void *file, char *buf, unsigned long count, long *pos)"}
 	for i := 0; i < n; i++ {
 		k := jit.Kind(kind)

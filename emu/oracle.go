@@ -133,12 +133,12 @@ func helperNames(p jit.Prog) (string, string) {
 }
 
 // seenWords applies what the kernel does to argument words before anyone sees them: only
-// x86-64 6.12's clean_stack_garbage, which zeroes the upper half of a lone stack slot
-// when the function's last argument is at most 4 bytes (even if that is not the stack
-// argument).
+// x86-64 clean_stack_garbage (CapX86CleanStack: 6.12, not 6.1), which zeroes the upper half
+// of a lone stack slot when the function's last argument is at most 4 bytes (even if that
+// is not the stack argument).
 func seenWords(req *jit.Request, m *btfmodel.FuncModel, args []uint64) []uint64 {
 	seen := append([]uint64(nil), args...)
-	if req.Arch != btfmodel.AMD64 || req.Kernel == btfmodel.Kernel61 || len(m.Args) == 0 {
+	if req.Arch != btfmodel.AMD64 || !req.Kernel.Has(btfmodel.CapX86CleanStack) || len(m.Args) == 0 {
 		return seen
 	}
 	locs, nstack := placeSlots(req.Arch, m)

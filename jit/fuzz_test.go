@@ -3,6 +3,8 @@ package jit
 import (
 	"strings"
 	"testing"
+
+	"github.com/trampjit/trampjit/btfmodel"
 )
 
 func FuzzParseRequest(f *testing.F) {
@@ -33,7 +35,7 @@ func FuzzParseRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, err := Resolve(req, m); err != nil && len(req.Progs) <= MaxTrampLinks {
+		if _, err := Resolve(req, m); err != nil && len(req.Progs) <= btfmodel.MaxTrampLinks {
 			t.Fatalf("resolve: %v", err)
 		}
 	})

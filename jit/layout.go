@@ -22,7 +22,7 @@ func Synthetic(arch btfmodel.Arch, k btfmodel.Kernel, nprogs int) *Addrs {
 	if arch == btfmodel.ARM64 {
 		b = base{0xffff800080000000, 0xffff800080001000, 0xffff800082010000, 0xfff0000001234400, 0xffffa00080200000, 0xffffa00080100000}
 		ip = b.fn + 4 // mov x9, x30; bl <trampoline>
-	} else if k != btfmodel.Kernel61 {
+	} else if k.Has(btfmodel.CapX86KernelIBT) {
 		ip = b.fn + 4 // endbr64 (IBT builds), then the call
 	}
 	a := &Addrs{Image: Addr(b.image), Func: Addr(b.fn), IP: Addr(ip), IM: Addr(b.im), Helpers: map[string]Addr{}}

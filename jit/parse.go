@@ -16,10 +16,6 @@ import (
 	"github.com/trampjit/trampjit/btfmodel"
 )
 
-// MaxTrampLinks is BPF_MAX_TRAMP_LINKS on x86_64 and arm64: the most programs (fentry, fexit
-// and fmod_ret together) one trampoline takes; one more fails the link with E2BIG.
-const MaxTrampLinks = 38
-
 // maxRequestSize bounds a request document, and maxRequestProgs its programs.
 const (
 	maxRequestSize  = 16 << 20
@@ -93,7 +89,7 @@ func (r *Request) Validate() error {
 	}
 	r.Arch = a // x86_64 and aarch64 are accepted as aliases; backends know one name each
 	if _, err := btfmodel.ParseKernel(string(r.Kernel)); err != nil {
-		return fmt.Errorf("request: kernel %q: want 6.1 or 6.12", r.Kernel)
+		return fmt.Errorf("request: kernel %q: want %s", r.Kernel, btfmodel.KernelNames())
 	}
 	switch {
 	case r.Proto != "" && (r.BTF != "" || r.Func != ""):
@@ -110,7 +106,7 @@ func (r *Request) Validate() error {
 	if len(r.Progs) > maxRequestProgs {
 		// More than the kernel links is a request the model refuses as the kernel does
 		// (E2BIG, in Resolve); this bound only keeps what one request may allocate sane.
-		return fmt.Errorf("request: %d programs: trampjit takes at most %d in one request, and the kernel links at most %d on one trampoline (BPF_MAX_TRAMP_LINKS)", len(r.Progs), maxRequestProgs, MaxTrampLinks)
+		return fmt.Errorf("request: %d programs: trampjit takes at most %d in one request, and the kernel links at most %d on one trampoline (BPF_MAX_TRAMP_LINKS)", len(r.Progs), maxRequestProgs, btfmodel.MaxTrampLinks)
 	}
 	if r.Flags != nil {
 		if f := uint64(*r.Flags); f > math.MaxUint32 {

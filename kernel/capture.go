@@ -19,7 +19,7 @@ type Case = wire.Case
 
 // CaptureOptions configure Capture.
 type CaptureOptions struct {
-	Kernel   string        // profile: "6.1" or "6.12"
+	Kernel   string        // profile: a btfmodel.Kernel, e.g. "6.12"
 	Arch     string        // "amd64" or "arm64"
 	Cases    []Case        // what to capture
 	OutDir   string        // if set: cases.jsonl, info.json, kernel.json, boots.json (and vmlinux.btf.xz), replaced whole

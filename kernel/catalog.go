@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/jit"
 )
 
@@ -15,7 +16,7 @@ import (
 // Functions a kernel lacks are left out for it; refusals are captured as such.
 func Catalog(kernel, arch string) []Case {
 	c := &catalog{kernel: kernel, arch: arch}
-	if kernel == "6.1" && arch == "arm64" {
+	if btfmodel.ProfileFor(btfmodel.Kernel(kernel)) != nil && !btfmodel.LimitsFor(btfmodel.Arch(arch), btfmodel.Kernel(kernel)).KernelFuncTargets {
 		// 6.1 arm64 has no ftrace direct calls: only BPF programs can be traced. Record the
 		// refusal on kernel functions, then cover the BPF-program targets.
 		c.add("bpf_fentry_test2", "fentry", fe)
@@ -68,10 +69,9 @@ func cookie(p jit.Prog, c uint64) jit.Prog { p.Cookie = jit.Cookie(c); return p 
 func funcIP(p jit.Prog) jit.Prog           { p.FuncIP = true; return p }
 func sleepable(p jit.Prog) jit.Prog        { p.Sleepable = true; return p }
 
-// is612 is 6.12 or later (7.2 keeps every 6.12 case).
-func (c *catalog) is612() bool { return c.kernel == "6.12" || c.is72() }
-
-// is72 is 7.2, which adds the cases of its new trampoline features.
+// is72 is 7.2, which adds the cases of its new trampoline features. 7.2 is captured before
+// btfmodel models it, so there is no profile to ask; it keeps every 6.12 case (catalogAbsent
+// has no entry for it).
 func (c *catalog) is72() bool { return c.kernel == "7.2" }
 
 // sys is the arch's syscall wrapper of a syscall.
@@ -129,7 +129,7 @@ func (c *catalog) testFuncs() {
 	c.add(mr, "links-38-fmod_ret", cat(rep(fm, 37), []jit.Prog{fx})...)
 	c.add(mr, "fmod_ret-cookies", cookie(fm, 0xdead), cookie(fm, ^uint64(0)), fx)
 	c.add(mr, "fmod_ret-func-ip", funcIP(fm), fx)
-	if c.is612() {
+	if c.has("bpf_modify_return_test2") {
 		c.addRun("bpf_modify_return_test2", "fmod_ret-fexit", fm, fx)
 		c.addRun("bpf_modify_return_test2", "fentry-fexit", fe, fx)
 		c.add("bpf_modify_return_test2", "fmod_ret2-fexit2", fm, fm, fx, fx)
@@ -197,9 +197,11 @@ func (c *catalog) structArgs() {
 		c.add("irqentry_exit", "fentry", fe) // irqentry_state_t: 1 byte
 		c.add("acpi_hibernation_begin", "fentry-fexit", fe, fx)
 	}
-	if c.is612() {
+	if c.has("do_sock_setsockopt") {
 		c.add("do_sock_setsockopt", "fentry-fexit", fe, fx) // 7 slots
-		c.add("acpi_call_prm_handler", "fentry", fe)        // guid_t: 16 bytes
+	}
+	if c.has("acpi_call_prm_handler") {
+		c.add("acpi_call_prm_handler", "fentry", fe) // guid_t: 16 bytes
 	}
 }
 
@@ -214,7 +216,7 @@ func (c *catalog) manyArgs() {
 		"__ext4_new_inode",                  // 11
 		"tcp_v4_send_ack",                   // 12
 	} {
-		if !c.is612() && (fn == "bpf_modify_return_test2" || fn == "ZSTD_compress_usingCDict_advanced") {
+		if !c.has(fn) {
 			continue
 		}
 		c.add(fn, "fentry", fe)
@@ -249,7 +251,7 @@ func (c *catalog) refusals() {
 	c.add("make_kuid", "fentry", fe)            // struct return
 	c.add("ns_to_timespec64", "fexit", fx)      // struct return
 	c.add("kill_pid_usb_asyncio", "fentry", fe) // union argument
-	if c.is612() {                              // not in 6.1.176's BTF
+	if c.has("secure_tcp_seq_and_ts_off") {
 		c.add("secure_tcp_seq_and_ts_off", "fentry", fe) // union return
 	}
 	c.add("do_exit", "fentry", fe)                             // fine

@@ -16,7 +16,7 @@ import (
 
 // VerifyOptions configure Verify and VerifyHost.
 type VerifyOptions struct {
-	Kernel   string // profile: "6.1" or "6.12" (Verify only)
+	Kernel   string // profile: a btfmodel.Kernel, e.g. "6.12" (Verify only)
 	Arch     string // "amd64" or "arm64" (Verify only)
 	Programs []wire.VerifyProgram
 	LogLevel uint32        // BPF_PROG_LOAD log_level: 1 (default) or 2 (every instruction's state)

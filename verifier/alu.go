@@ -2,6 +2,8 @@ package verifier
 
 import (
 	"math"
+
+	"github.com/trampjit/trampjit/btfmodel"
 )
 
 // alu is check_alu_op (kernel/bpf/verifier.c) with adjust_scalar_min_max_vals and
@@ -84,7 +86,7 @@ func (c *checker) alu(in *insn) error {
 		}
 		return c.ptrALU(in, op, is64, dst, src, false)
 	}
-	c.setReg(in.dst, mkScalar(kernelALU(op, dst.v, src.v, !is64, c.kern61())))
+	c.setReg(in.dst, mkScalar(kernelALU(op, dst.v, src.v, !is64, c.env.Kernel)))
 	return nil
 }
 
@@ -121,7 +123,7 @@ func (c *checker) mov(in *insn, is64 bool) error {
 	if is64 {
 		// Copies share an id so that a bound learnt on one reaches the other (6.1 gives
 		// constants one too, 6.12's assign_scalar_id_before_mov does not).
-		if src.typ == scalarValue && src.id == 0 && (c.kern61() || !src.v.isConst()) {
+		if src.typ == scalarValue && src.id == 0 && (!c.has(btfmodel.CapVerifierMovNoConstID) || !src.v.isConst()) {
 			src.id = c.newID()
 			c.st.regs[in.src].id = src.id
 		}
@@ -134,7 +136,7 @@ func (c *checker) mov(in *insn, is64 bool) error {
 		return nil
 	}
 	r := mkScalar(src.v.zext32())
-	if !c.kern61() && src.v.umax <= math.MaxUint32 {
+	if c.has(btfmodel.CapVerifierMov32ID) && src.v.umax <= math.MaxUint32 {
 		// 6.12 links a 32-bit copy of a value that fits in 32 bits.
 		if src.id == 0 && !src.v.isConst() {
 			src.id = c.newID()
@@ -258,7 +260,7 @@ func (c *checker) saneOffset(r, typ *reg) bool {
 // aluReserved is check_alu_op's reserved-field checks; 6.1 predates the signed div/mod and
 // movsx encodings (off != 0) and the 64-bit bswap.
 func (c *checker) aluReserved(in *insn, op string, is64 bool) error {
-	k61 := c.kern61()
+	v4 := c.has(btfmodel.CapVerifierCPUv4)
 	fail := func(what string) error {
 		c.logf("BPF_%s uses reserved fields", what)
 		return reject("EINVAL")
@@ -269,7 +271,7 @@ func (c *checker) aluReserved(in *insn, op string, is64 bool) error {
 			return fail("NEG")
 		}
 	case "endian":
-		if in.src != 0 || in.off != 0 || (in.imm != 16 && in.imm != 32 && in.imm != 64) || (is64 && (k61 || in.isX())) {
+		if in.src != 0 || in.off != 0 || (in.imm != 16 && in.imm != 32 && in.imm != 64) || (is64 && (!v4 || in.isX())) {
 			return fail("END")
 		}
 	case "=":
@@ -278,12 +280,12 @@ func (c *checker) aluReserved(in *insn, op string, is64 bool) error {
 			if in.src != 0 || in.off != 0 {
 				return fail("MOV")
 			}
-		case in.imm != 0 || (in.off != 0 && (k61 || (in.off != 8 && in.off != 16 && (in.off != 32 || !is64)))):
+		case in.imm != 0 || (in.off != 0 && (!v4 || (in.off != 8 && in.off != 16 && (in.off != 32 || !is64)))):
 			return fail("MOV")
 		}
 	default:
 		signed := op == "s/=" || op == "s%="
-		if (in.isX() && in.imm != 0) || (!in.isX() && in.src != 0) || (in.off != 0 && (k61 || !signed)) {
+		if (in.isX() && in.imm != 0) || (!in.isX() && in.src != 0) || (in.off != 0 && (!v4 || !signed)) {
 			return fail("ALU")
 		}
 	}

@@ -3,6 +3,8 @@ package verifier
 import (
 	"math"
 	"math/bits"
+
+	"github.com/trampjit/trampjit/btfmodel"
 )
 
 // kernelALU is adjust_scalar_min_max_vals for two scalars: which operations are tracked
@@ -10,7 +12,8 @@ import (
 // is_safe_to_compute_dst_reg_range), then scalar{32,}_min_max_<op>, the zero extension
 // of 32-bit operations and reg_bounds_sync. Division, modulo and the signed variants are
 // never tracked: their result is unknown even for constants.
-func kernelALU(op string, dst, src scalar, alu32, k61 bool) scalar {
+func kernelALU(op string, dst, src scalar, alu32 bool, k btfmodel.Kernel) scalar {
+	anySrc, cross := k.Has(btfmodel.CapVerifierALURangeAnySrc), k.Has(btfmodel.CapVerifierBoundsCross)
 	srcConst := src.t.isConst() && src.smin == src.smax && src.umin == src.umax
 	if alu32 {
 		srcConst = src.t.subreg().isConst() && src.s32min == src.s32max && src.u32min == src.u32max
@@ -24,14 +27,14 @@ func kernelALU(op string, dst, src scalar, alu32, k61 bool) scalar {
 	case "+=", "-=", "&=":
 		safe = true
 	case "|=", "^=", "*=":
-		safe = srcConst || !k61
+		safe = srcConst || anySrc
 	case "<<=", ">>=", "s>>=":
 		safe = srcConst && src.umax < width
 		if alu32 {
 			safe = srcConst && uint64(src.u32max) < width
 		}
 	}
-	if k61 {
+	if !anySrc {
 		// 6.1: a source with a constant tnum but other bounds (dead branches) or inverted
 		// bounds taints the result; an unknown source is tracked for +, -, & only. Past
 		// those checks an untracked operation (div, mod, an oversized shift) still gets
@@ -50,7 +53,7 @@ func kernelALU(op string, dst, src scalar, alu32, k61 bool) scalar {
 			if alu32 {
 				d.zext()
 			}
-			d.kernelSync(true)
+			d.kernelSync(!cross)
 			return d
 		}
 	}
@@ -133,7 +136,7 @@ func kernelALU(op string, dst, src scalar, alu32, k61 bool) scalar {
 	if alu32 {
 		d.zext()
 	}
-	d.kernelSync(k61)
+	d.kernelSync(!cross)
 	return d
 }
 

@@ -7,9 +7,9 @@ import "math"
 // check depend on these exact steps, so they are transcribed rather than approximated.
 
 // kernelSync is reg_bounds_sync: 6.12's (with the 6.7 cross 32/64-bit deductions) or 6.1's.
-func (s *scalar) kernelSync(k61 bool) {
+func (s *scalar) kernelSync(old bool) {
 	s.updateBounds()
-	if k61 {
+	if old {
 		s.deduce32v61()
 		s.deduce64v61()
 		s.boundOffset()

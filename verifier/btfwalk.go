@@ -30,7 +30,7 @@ var (
 func (c *checker) btfAccess(regno uint8, r *reg, off, size int, write bool, value int) error {
 	k := c.env.Kernel
 	tname := btfName(r.btfType)
-	if k != btfmodel.Kernel61 && !gplCompatible(c.prog.License) {
+	if k.Has(btfmodel.CapVerifierBTFNeedsGPL) && !gplCompatible(c.prog.License) {
 		c.logf("Cannot access kernel 'struct %s' from non-GPL compatible program", tname)
 		return reject("EINVAL")
 	}
@@ -120,7 +120,7 @@ func lastField(p string) string {
 
 // loadedPtrFlags is the flag logic after btf_struct_access in check_ptr_to_btf_access.
 func (c *checker) loadedPtrFlags(base *reg, flags typeFlag, field string) typeFlag {
-	if c.kern61() {
+	if !c.has(btfmodel.CapVerifierRCUPtr) {
 		flags &^= flagRCU
 		if base.flags&flagUntrusted != 0 {
 			flags |= flagUntrusted
@@ -215,7 +215,7 @@ again:
 		return 0, nil, "", reject("EINVAL")
 	}
 	ms := members(t)
-	if u, ok := t.(*btf.Union); ok && k != btfmodel.Kernel61 && len(u.Members) != 1 {
+	if u, ok := t.(*btf.Union); ok && k.Has(btfmodel.CapVerifierUnionUntrusted) && len(u.Members) != 1 {
 		*flags |= flagUntrusted
 	}
 	if off+size > typeSize(t) {
@@ -236,7 +236,7 @@ again:
 			return beyond()
 		}
 		et := skipMods(arr.Type)
-		if _, isInt := et.(*btf.Int); isInt && k != btfmodel.Kernel61 {
+		if _, isInt := et.(*btf.Int); isInt && k.Has(btfmodel.CapVerifierIntArrayScalar) {
 			return walkScalar, nil, path + sep(path) + last.Name + "[]", nil
 		}
 		if !isStructOrUnion(et) || typeSize(et) == 0 {
@@ -303,7 +303,7 @@ again:
 			case "percpu":
 				tag = flagPercpu
 			case "rcu":
-				if k != btfmodel.Kernel61 {
+				if k.Has(btfmodel.CapVerifierRCUPtr) {
 					tag = flagRCU
 				}
 			}

@@ -1,6 +1,10 @@
 package verifier
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/trampjit/trampjit/btfmodel"
+)
 
 // Pre-passes of bpf_check: check_subprogs, resolve_pseudo_ldimm64, check_cfg
 // (kernel/bpf/verifier.c).
@@ -41,7 +45,7 @@ func (c *checker) checkSubprogs() error {
 			c.logf("model: bpf-to-bpf calls and kfunc calls are not modelled")
 			return reject("EINVAL")
 		}
-		if c.kern61() && in.class() == clsLDX && (in.mode() != modeMEM || in.imm != 0) {
+		if !c.has(btfmodel.CapVerifierCPUv4) && in.class() == clsLDX && (in.mode() != modeMEM || in.imm != 0) {
 			c.logf("BPF_LDX uses reserved fields") // 6.1 predates BPF_MEMSX
 			return reject("EINVAL")
 		}
@@ -125,13 +129,13 @@ func (c *checker) checkCFG() error {
 		case in.class() == clsJMP && in.op() == 0x90: // exit
 		case in.isJA():
 			c.prune[in.target(t)] = true
-			if t+1 < n && c.kern61() { // 6.3 stopped marking the insn after a goto
+			if t+1 < n && !c.has(btfmodel.CapVerifierSparsePruneMarks) { // 6.3 stopped marking the insn after a goto
 				c.prune[t+1] = true
 			}
 			work = append(work, in.target(t))
 		case in.isJump():
 			c.prune[t] = true
-			if c.kern61() { // 6.3 stopped marking branch targets
+			if !c.has(btfmodel.CapVerifierSparsePruneMarks) { // 6.3 stopped marking branch targets
 				c.prune[in.target(t)] = true
 			}
 			work = append(work, in.target(t), t+1)

@@ -147,7 +147,7 @@ func (c *checker) btfCtxAccess(off, size int) (bool, reg, string) {
 	t = skipMods(t)
 	scalarRes := func() (bool, reg, string) {
 		s := unknownScalar()
-		if isRetval && !c.kern61() {
+		if isRetval && c.has(btfmodel.CapVerifierLSMRetRange) {
 			lo, hi := int64(-4095), int64(0)
 			if boolLSMHooks[c.prog.Target] {
 				lo, hi = 0, 1
@@ -174,7 +174,7 @@ func (c *checker) btfCtxAccess(off, size int) (bool, reg, string) {
 		c.logf("func '%s' arg%d '%s' has type %s. Only pointer access is allowed", tname, arg, btfName(t), kindStr(t))
 		return false, reg{}, ""
 	}
-	if size != 8 && k != btfmodel.Kernel61 {
+	if size != 8 && k.Has(btfmodel.CapVerifierCtxArgSize8) {
 		c.logf("func '%s' size %d must be 8", tname, size)
 		return false, reg{}, ""
 	}
@@ -185,10 +185,10 @@ func (c *checker) btfCtxAccess(off, size int) (bool, reg, string) {
 		return true, mkScalar(unknownScalar()), desc
 	}
 	var flags typeFlag
-	if k != btfmodel.Kernel61 && strings.HasSuffix(pname, "__nullable") {
+	if k.Has(btfmodel.CapVerifierNullableArgs) && strings.HasSuffix(pname, "__nullable") {
 		flags |= flagMaybeNull
 	}
-	if k != btfmodel.Kernel61 && c.prog.AttachType == btfmodel.LSM && !untrustedLSMHooks[c.prog.Target] {
+	if k.Has(btfmodel.CapVerifierLSMTrustedArgs) && c.prog.AttachType == btfmodel.LSM && !untrustedLSMHooks[c.prog.Target] {
 		flags |= flagTrusted
 	}
 	switch typeTag(ptr.Target) {

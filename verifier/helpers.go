@@ -123,7 +123,7 @@ func helperName(id int32) string {
 
 // maxFuncID is __BPF_FUNC_MAX_ID.
 func (c *checker) maxFuncID() int32 {
-	if c.kern61() {
+	if !c.has(btfmodel.CapHelperCgrpStorage) {
 		return 210
 	}
 	return 212
@@ -139,12 +139,12 @@ func (c *checker) call(in *insn) error {
 	proto, known := helperProtos[id]
 	avail := known
 	// trampOnly helpers need bpf_prog_has_trampoline, true for every modelled attach type.
-	if known && proto.sleepOnly && c.kern61() && !c.prog.Sleepable {
+	if known && proto.sleepOnly && !c.has(btfmodel.CapVerifierHelperMightSleep) && !c.prog.Sleepable {
 		avail = false
 	}
 	unmodelled := availableUnmodelled[id] || (c.prog.AttachType == btfmodel.LSM && lsmOnlyUnmodelled[id])
 	if !avail && !unmodelled {
-		if c.kern61() {
+		if !c.has(btfmodel.CapVerifierHelperProtoMsg) {
 			c.logf("unknown func %s#%d", name, id)
 		} else {
 			c.logf("program of this type cannot use helper %s#%d", name, id)
@@ -161,7 +161,7 @@ func (c *checker) call(in *insn) error {
 		c.logf("cannot call GPL-restricted function from non-GPL compatible program")
 		return reject("EINVAL")
 	}
-	if proto.mightSleep && !c.kern61() && !c.prog.Sleepable {
+	if proto.mightSleep && c.has(btfmodel.CapVerifierHelperMightSleep) && !c.prog.Sleepable {
 		c.logf("helper call might sleep in a non-sleepable prog")
 		return reject("EINVAL")
 	}
@@ -217,7 +217,7 @@ func (c *checker) call(in *insn) error {
 				return reject("EACCES")
 			}
 			if r.v.umin == 0 && !zeroOK {
-				if c.kern61() {
+				if !c.has(btfmodel.CapVerifierMemSizeRaw) {
 					// 6.1 checks the memory with size 0 first: its words, not the size's.
 					return c.zeroSized61(meta.memRegno)
 				} else {
@@ -231,7 +231,7 @@ func (c *checker) call(in *insn) error {
 			}
 			mr := c.st.regs[meta.memRegno]
 			// 6.1 drops raw mode for a variable size: the memory must be initialised.
-			write := meta.memIsWrite && !(c.kern61() && !r.v.isConst())
+			write := meta.memIsWrite && (c.has(btfmodel.CapVerifierMemSizeRaw) || r.v.isConst())
 			if err := c.helperMem(meta.memRegno, &mr, int(r.v.umax), zeroOK, write); err != nil {
 				return err
 			}
@@ -266,7 +266,7 @@ func (c *checker) call(in *insn) error {
 		var task *btf.Struct
 		_ = c.env.BTF.TypeByName("task_struct", &task)
 		r := reg{typ: ptrToBTFID, btfType: task, v: constScalar(0), path: "current"}
-		if !c.kern61() {
+		if c.has(btfmodel.CapVerifierTrustedPtr) {
 			r.flags = flagTrusted
 		}
 		c.setReg(0, r)
@@ -286,11 +286,11 @@ func (c *checker) argType(regno uint8, r *reg, a argKind, helper string) error {
 	var ok bool
 	var expected string
 	memTypes := "fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_"
-	if c.kern61() {
+	if !c.has(btfmodel.CapVerifierMapArgAsMem) {
 		memTypes = "fp, pkt, pkt_meta, map_key, map_value, mem, alloc_mem, buf"
 	}
 	plain := r.flags&flagMaybeNull == 0
-	trusted := !c.kern61() && r.typ == ptrToBTFID && r.isTrusted() && r.flags&flagRCU == 0
+	trusted := c.has(btfmodel.CapVerifierTrustedPtr) && r.typ == ptrToBTFID && r.isTrusted() && r.flags&flagRCU == 0
 	switch a {
 	case argCtx:
 		ok, expected = r.typ == ptrToCtx, "ctx"
@@ -299,7 +299,7 @@ func (c *checker) argType(regno uint8, r *reg, a argKind, helper string) error {
 	case argMapKey, argMapValue:
 		ok = plain && (r.typ == ptrToStack || r.typ == ptrToMapValue || trusted)
 		expected = "fp, pkt, pkt_meta, map_key, map_value"
-		if !c.kern61() {
+		if c.has(btfmodel.CapVerifierMapArgAsMem) {
 			expected = memTypes // 6.12 checks map keys and values as memory
 		}
 	case argMem, argUninitMem:
@@ -345,7 +345,7 @@ func (c *checker) zeroSized61(regno uint8) error {
 // varOffStr prints a pointer's var_off in an alignment message: 6.12 prints a constant
 // one as a number.
 func (c *checker) varOffStr(t tnum) string {
-	if !c.kern61() && t.isConst() {
+	if c.has(btfmodel.CapLogConstVarOff) && t.isConst() {
 		return fmt.Sprint(int64(t.v))
 	}
 	return t.String()
@@ -378,7 +378,7 @@ func (c *checker) helperMem(regno uint8, r *reg, size int, zeroOK, write bool) e
 		if err != nil {
 			return err
 		}
-		if !write && c.kern61() {
+		if !write && !c.has(btfmodel.CapVerifierStackReadAll) {
 			// 6.1: privileged programs may pass uninitialised stack, but only within
 			// allocated_stack (what writes have reached).
 			for b := lo; b < hi; b++ {

@@ -1,5 +1,7 @@
 package verifier
 
+import "github.com/trampjit/trampjit/btfmodel"
+
 // Jumps, calls and exit: do_check's BPF_JMP cases, check_cond_jmp_op, is_branch_taken and
 // reg_set_min_max (kernel/bpf/verifier.c).
 
@@ -71,11 +73,11 @@ func (c *checker) jmp(in *insn) (int, bool, error) {
 		same, imm := in.isX() && in.dst == in.src, !in.isX()
 		d0, s0 := c.refineEdge(dst.v, src.v, op, false, is32, imm, same)
 		s1in := src.v
-		if imm && !c.kern61() {
+		if imm && c.has(btfmodel.CapVerifierRangeVsRange) {
 			s1in = s0 // 6.12: the immediate is one fake register, refined by both edges
 		}
 		d1, s1 := c.refineEdge(dst.v, s1in, op, true, is32, imm, same)
-		if !c.kern61() {
+		if c.has(btfmodel.CapVerifierRangeVsRange) {
 			c.sanity(&d1, "true_reg1")
 			if !same {
 				c.sanity(&s1, "true_reg2")
@@ -136,9 +138,9 @@ func (c *checker) regNotNull(r *reg) bool {
 	case ptrToMapValue:
 		return true
 	case ptrToBTFID:
-		return !c.kern61() && r.isTrusted()
+		return c.has(btfmodel.CapVerifierTrustedPtr) && r.isTrusted()
 	case ptrToMem:
-		return !c.kern61()
+		return c.has(btfmodel.CapVerifierRegNotNullMem)
 	}
 	return false
 }
@@ -146,12 +148,12 @@ func (c *checker) regNotNull(r *reg) bool {
 // branchTaken is is_branch_taken: 1 taken, 0 not taken, -1 unknown.
 func (c *checker) branchTaken(dst, src *reg, op string, is32 bool) int {
 	if dst.isPtr() || src.isPtr() {
-		if is32 && !c.kern61() {
+		if is32 && c.has(btfmodel.CapVerifierRangeVsRange) {
 			return -1 // 6.12 predicts no 32-bit comparison of a pointer (seen on 6.12.117)
 		}
 		p, s := dst, src
 		if src.isPtr() && !dst.isPtr() {
-			if c.kern61() {
+			if !c.has(btfmodel.CapVerifierRangeVsRange) {
 				return -1
 			}
 			p, s = src, dst
@@ -168,7 +170,7 @@ func (c *checker) branchTaken(dst, src *reg, op string, is32 bool) int {
 		return -1
 	}
 	a, b := bounds(dst.v, is32), bounds(src.v, is32)
-	if c.kern61() && !b.isConst() {
+	if !c.has(btfmodel.CapVerifierRangeVsRange) && !b.isConst() {
 		return -1 // 6.1 predicts only against a constant source
 	}
 	switch op {
@@ -176,7 +178,7 @@ func (c *checker) branchTaken(dst, src *reg, op string, is32 bool) int {
 		eq := -1
 		if a.isConst() && b.isConst() {
 			eq = b2i(a.umin == b.umin)
-		} else if c.kern61() {
+		} else if !c.has(btfmodel.CapVerifierRangeVsRange) {
 			// 6.1 decides equality only between constants
 		} else if a.umin > b.umax || a.umax < b.umin || a.smin > b.smax || a.smax < b.smin || (a.t.v^b.t.v)&^(a.t.m|b.t.m) != 0 {
 			eq = 0
@@ -189,7 +191,7 @@ func (c *checker) branchTaken(dst, src *reg, op string, is32 bool) int {
 		}
 		return 1 - eq
 	case "&":
-		if !b.isConst() && a.isConst() && !c.kern61() {
+		if !b.isConst() && a.isConst() && c.has(btfmodel.CapVerifierRangeVsRange) {
 			a, b = b, a
 		}
 		if b.isConst() {

@@ -122,8 +122,14 @@ func disasmAtomic(in *insn, sz string) string {
 	return fmt.Sprintf("(%02x) BUG_%02x", in.code, in.imm)
 }
 
-// regTypeStr is reg_type_str. 6.1 keeps only the last matching prefix; 6.12 joins them.
+// regTypeStr is reg_type_str. 6.1 keeps only the last matching prefix and has neither rcu_
+// nor trusted_; 6.12 joins them (CapLogRegTypeAllPrefixes).
 func regTypeStr(k btfmodel.Kernel, r *reg) string {
+	return regTypeName(r, k.Has(btfmodel.CapLogRegTypeAllPrefixes))
+}
+
+// regTypeName is reg_type_str with every prefix joined, or with only the last one kept.
+func regTypeName(r *reg, joined bool) string {
 	var base string
 	switch r.typ {
 	case notInit:
@@ -159,12 +165,10 @@ func regTypeStr(k btfmodel.Kernel, r *reg) string {
 		if r.flags&n.f == 0 {
 			continue
 		}
-		if k == btfmodel.Kernel61 {
-			if n.f != flagRCU && n.f != flagTrusted { // 6.1 has neither
-				pre = n.s
-			}
-		} else {
+		if joined {
 			pre += n.s
+		} else if n.f != flagRCU && n.f != flagTrusted { // 6.1 has neither
+			pre = n.s
 		}
 	}
 	return pre + base + post
@@ -174,7 +178,7 @@ func regTypeStr(k btfmodel.Kernel, r *reg) string {
 func (c *checker) fmtReg(r *reg) string {
 	k := c.env.Kernel
 	if r.typ == scalarValue && r.v.isConst() {
-		if k == btfmodel.Kernel61 {
+		if !k.Has(btfmodel.CapLogStateCompact) {
 			return fmt.Sprintf("%d", int64(r.v.val()))
 		}
 		return fmtSnum(int64(r.v.val()))
@@ -190,7 +194,7 @@ func (c *checker) fmtReg(r *reg) string {
 	if r.typ == scalarValue {
 		parts = scalarParts(k, r.v)
 	} else {
-		if k == btfmodel.Kernel61 {
+		if !k.Has(btfmodel.CapLogStateCompact) {
 			parts = append(parts, fmt.Sprintf("off=%d", r.off))
 			if r.typ == ptrToMapValue || r.typ == constPtrToMap {
 				parts = append(parts, fmt.Sprintf("ks=%d,vs=%d", c.prog.Maps[r.mapIdx].KeySize, c.prog.Maps[r.mapIdx].ValueSize))
@@ -251,7 +255,7 @@ func scalarParts(k btfmodel.Kernel, s scalar) []string {
 		}
 		return fmt.Sprintf("%d", m.val)
 	}
-	if k == btfmodel.Kernel61 {
+	if !k.Has(btfmodel.CapLogStateCompact) {
 		// 6.1 print_verifier_state: each bound unless default or equal to its sibling.
 		add := func(cond bool, f string, v any) {
 			if cond {

@@ -58,7 +58,7 @@ func (c *checker) storeImm(in *insn) error {
 		return err
 	}
 	base := c.st.regs[in.dst]
-	if c.kern61() && base.typ == ptrToCtx {
+	if !c.has(btfmodel.CapVerifierSTIntoCtx) && base.typ == ptrToCtx {
 		c.logf("BPF_ST stores into R%d %s is not allowed", in.dst, regTypeStr(c.env.Kernel, &base))
 		return reject("EACCES")
 	}
@@ -124,7 +124,7 @@ func (c *checker) atomic(in *insn) error {
 
 // saveAuxPtrType is save_aux_ptr_type: one insn, one kind of pointer (ctx and BTF pointers).
 func (c *checker) saveAuxPtrType(r *reg, allowTrust bool) error {
-	kind := regTypeStr(btfmodel.Kernel612, r)
+	kind := regTypeName(r, true)
 	prev, ok := c.ptrKind[c.idx]
 	if !ok {
 		c.ptrKind[c.idx] = kind
@@ -139,7 +139,7 @@ func (c *checker) saveAuxPtrType(r *reg, allowTrust bool) error {
 	if !special(kind) && !special(prev) {
 		return nil
 	}
-	if allowTrust && !c.kern61() && special(kind) && special(prev) && kind != "ctx" && prev != "ctx" {
+	if allowTrust && c.has(btfmodel.CapVerifierTrustedPtr) && special(kind) && special(prev) && kind != "ctx" && prev != "ctx" {
 		c.ptrKind[c.idx] = "untrusted_ptr_"
 		return nil
 	}

@@ -92,7 +92,7 @@ func (c *checker) transfer(i int, lo, po regset) (regset, regset) {
 			r0 := bit(0)
 			// 6.1's check_return_code does not mark R0 precise (6.8 began to), so a state
 			// with any R0 at the exit prunes another there.
-			if c.prog.AttachType == btfmodel.ModRet || c.kern61() {
+			if c.prog.AttachType == btfmodel.ModRet || !c.has(btfmodel.CapVerifierExitR0Precise) {
 				return r0, 0
 			}
 			return r0, r0
@@ -181,7 +181,7 @@ func (c *checker) regCovers(o, n *reg, precise bool, ids map[uint32]uint32) bool
 		if !precise {
 			return true
 		}
-		if !c.kern61() && !c.scalarIDs(o.id, n.id, ids) { // 6.1 ignores scalar ids here
+		if c.has(btfmodel.CapVerifierPruneScalarIDs) && !c.scalarIDs(o.id, n.id, ids) { // 6.1 ignores scalar ids here
 			return false
 		}
 		a, b := o.v, n.v

@@ -1,5 +1,7 @@
 package verifier
 
+import "github.com/trampjit/trampjit/btfmodel"
+
 // Branch refinement as the kernels do it: 6.12's reg_set_min_max (regs_refine_cond_op on
 // both registers, then reg_bounds_sync) and 6.1's reg_set_min_max / _inv /
 // reg_combine_min_max (a constant on one side, or equality of two registers).
@@ -13,7 +15,7 @@ func (c *checker) refineEdge(d, s scalar, op string, taken, is32, srcImm, same b
 	if !taken {
 		op = negate[op]
 	}
-	if c.kern61() {
+	if !c.has(btfmodel.CapVerifierRangeVsRange) {
 		return refine61(d, s, op, is32, srcImm)
 	}
 	if same { // `if r0 s> r0`: both sides are one register, refined twice

@@ -26,7 +26,7 @@ func (c *checker) checkReturn() error {
 	case btfmodel.ModRet:
 		return nil
 	case btfmodel.LSM:
-		if c.kern61() {
+		if !c.has(btfmodel.CapVerifierLSMRetRange) {
 			return nil // 6.1: LSM programs may return any value
 		}
 		lo, hi = -4095, 0
@@ -40,7 +40,7 @@ func (c *checker) checkReturn() error {
 		return reject("EINVAL")
 	}
 	v := r0.v
-	if c.kern61() {
+	if !c.has(btfmodel.CapVerifierRetvalRange) {
 		// tnum_in(range, var_off), with the tnum form of verbose_invalid_scalar.
 		rng := tnumRange(uint64(lo), uint64(hi))
 		if rng.in(v.t) {

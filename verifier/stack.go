@@ -1,5 +1,7 @@
 package verifier
 
+import "github.com/trampjit/trampjit/btfmodel"
+
 // The stack: check_stack_access_within_bounds, check_stack_write_fixed_off,
 // check_stack_read_fixed_off (kernel/bpf/verifier.c) for a privileged program. A slot is
 // 8 bytes; a register spilled into it marks its low `size` bytes STACK_SPILL and keeps the
@@ -14,14 +16,14 @@ func (c *checker) stackBounds(regno uint8, r *reg, off, size int, how string) (i
 		hi = lo + int64(size)
 	}
 	minValid := int64(-stackSize)
-	if c.kern61() && how == " read from" {
+	if !c.has(btfmodel.CapVerifierStackReadAll) && how == " read from" {
 		minValid = int64(-c.st.allocated) // 6.1: reads stay within allocated_stack
 	}
 	if lo < minValid || hi > 0 || (size == 0 && lo >= 0) {
 		switch {
 		case r.v.isConst():
 			c.logf("invalid%s stack R%d off=%d size=%d", how, regno, off, size)
-		case c.kern61():
+		case !c.has(btfmodel.CapLogVarOffStackOff):
 			c.logf("invalid variable-offset%s stack R%d var_off=%s size=%d", how, regno, r.v.t, size)
 		default:
 			c.logf("invalid variable-offset%s stack R%d var_off=%s off=%d size=%d", how, regno, r.v.t, off, size)
@@ -118,13 +120,13 @@ func (c *checker) stackWrite(spi, lo, hi, size, value int, stImm *int64) error {
 			return reject("EACCES")
 		}
 		c.spillReg(spi, *src, size)
-	case src != nil && aligned && (!c.kern61() || (!isZero && !(src.v.isUnbounded() && src.v.t.isUnknown()))):
+	case src != nil && aligned && (c.has(btfmodel.CapVerifierSpillAnyScalar) || (!isZero && !(src.v.isUnbounded() && src.v.t.isUnknown()))):
 		// 6.12 spills every scalar; 6.1 only bounded, non-zero ones.
-		if !c.kern61() && src.id == 0 && !src.v.isConst() && (size == regSize || src.v.umax < 1<<(8*size)) {
+		if c.has(btfmodel.CapVerifierSpillAnyScalar) && src.id == 0 && !src.v.isConst() && (size == regSize || src.v.umax < 1<<(8*size)) {
 			src.id = c.newID() // 6.12 links the spilled copy with its source
 		}
 		c.spillReg(spi, *src, size)
-	case src == nil && stImm != nil && aligned && !c.kern61():
+	case src == nil && stImm != nil && aligned && c.has(btfmodel.CapVerifierSTImmSpill):
 		c.spillReg(spi, mkScalar(constScalar(uint64(*stImm))), size) // 6.12: BPF_ST as a spilled constant
 	default:
 		c.clobberSlot(lo)
@@ -150,7 +152,7 @@ func (c *checker) spillReg(spi int, r reg, size int) {
 		switch {
 		case b < size:
 			*k = stackSpill
-		case *k == stackInvalid, *k == stackZero && !c.kern61():
+		case *k == stackInvalid, *k == stackZero && c.has(btfmodel.CapVerifierStackZeroKept):
 		default:
 			*k = stackMisc
 		}
@@ -181,7 +183,7 @@ func (c *checker) stackRead(spi, lo, hi, size, value int) error {
 		}
 		// A fill at the slot start of (6.12: at most) the spilled size keeps the value;
 		// check_mem_access then narrows it.
-		if lo%regSize == 0 && (size == spillSize || (!c.kern61() && size <= spillSize)) {
+		if lo%regSize == 0 && (size == spillSize || (c.has(btfmodel.CapVerifierNarrowFill) && size <= spillSize)) {
 			sp.id = 0
 			c.setReg(uint8(value), sp)
 			return nil
@@ -200,7 +202,7 @@ func (c *checker) stackRead(spi, lo, hi, size, value int) error {
 		return nil
 	}
 	sp := st.spill[spi]
-	if zeros == size || (spills == size && !c.kern61() && sp.v.isConst() && sp.v.val() == 0) {
+	if zeros == size || (spills == size && c.has(btfmodel.CapVerifierStackZeroKept) && sp.v.isConst() && sp.v.val() == 0) {
 		c.setReg(uint8(value), mkScalar(constScalar(0)))
 	} else {
 		c.setReg(uint8(value), mkScalar(unknownScalar()))

@@ -103,7 +103,8 @@ func (c *checker) note(format string, args ...any) {
 	c.notes = append(c.notes, fmt.Sprintf(format, args...))
 }
 
-func (c *checker) kern61() bool { return c.env.Kernel == btfmodel.Kernel61 }
+// has asks the profile for a capability: every version-dependent rule goes through it.
+func (c *checker) has(cp btfmodel.Capability) bool { return c.env.Kernel.Has(cp) }
 
 // run is bpf_check: pre-passes in the profile's order, then the walk, then the stats line.
 func (c *checker) run() {
@@ -129,6 +130,10 @@ func (c *checker) run() {
 
 // setup resolves the section and target, decodes instructions and runs the pre-passes.
 func (c *checker) setup() error {
+	// Every rule asks the profile; a kernel no profile names has no answers to give.
+	if _, err := btfmodel.ParseKernel(string(c.env.Kernel)); err != nil {
+		return err
+	}
 	p := c.prog
 	if p.Section != "" && (p.AttachType == "" || p.Target == "") {
 		at, target, sl, err := ParseSection(p.Section)
@@ -172,7 +177,7 @@ func (c *checker) setup() error {
 	if err := c.checkSubprogs(); err != nil {
 		return err
 	}
-	if c.kern61() {
+	if !c.has(btfmodel.CapVerifierAttachAfterCFG) {
 		if err := c.checkAttach(); err != nil {
 			return err
 		}
@@ -226,7 +231,7 @@ func (c *checker) walk() error {
 				continue
 			case -1:
 				c.logf("infinite loop detected at insn %d", c.idx)
-				if !c.kern61() { // 6.12 shows both states; the last becomes the reason
+				if c.has(btfmodel.CapLogInfiniteLoopStates) { // 6.12 shows both states; the last becomes the reason
 					c.logf("cur state:%s", c.stateDump(c.st, nil))
 					c.logf("old state:%s", c.stateDump(c.loopOld, nil))
 				}
@@ -455,7 +460,7 @@ func (c *checker) loadList() []LoadExplanation {
 // BTF func info (clang's objects do): a first argument that is a pointer to anything but a
 // struct (clang's "u64 *ctx") is not recognised as the context. The kernel only logs it.
 func (c *checker) mainArgMatch() {
-	if !c.kern61() || len(c.prog.Instructions) == 0 {
+	if c.has(btfmodel.CapVerifierNoMainArgMatch) || len(c.prog.Instructions) == 0 {
 		return
 	}
 	fn := btf.FuncMetadata(&c.prog.Instructions[0])

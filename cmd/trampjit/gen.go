@@ -30,7 +30,7 @@ func (r *requestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.btf, "btf", "", "BTF file of the kernel")
 	fs.StringVar(&r.fn, "func", "", "traced function in --btf")
 	fs.StringVar(&r.proto, "proto", "", "C prototype of the traced function instead of --btf/--func (no kernel function, so the kernel's per-function attach policy — fmod_ret and sleepable sets, deny lists — does not apply)")
-	fs.StringVar(&r.kernel, "kernel", "6.12", "kernel profile: 6.1 or 6.12")
+	fs.StringVar(&r.kernel, "kernel", string(btfmodel.DefaultKernel), "kernel profile: "+btfmodel.KernelNames())
 	fs.StringVar(&r.arch, "arch", "amd64", "architecture: amd64 or arm64")
 	fs.IntVar(&r.fentry, "fentry", 0, "number of fentry programs")
 	fs.IntVar(&r.fexit, "fexit", 0, "number of fexit programs")
@@ -80,8 +80,8 @@ func (r *requestFlags) build(fs *flag.FlagSet) (*jit.Request, error) {
 			return nil, usageErr("--%s must not be negative", strings.ReplaceAll(string(k.kind), "_", "-"))
 		}
 		// Checked before anything is built: a count is a flag, not a promise of memory.
-		if total += k.n; k.n > jit.MaxTrampLinks || total > jit.MaxTrampLinks {
-			return nil, usageErr("%d programs on one trampoline: the kernel allows %d (BPF_MAX_TRAMP_LINKS) and fails the link with E2BIG", total, jit.MaxTrampLinks)
+		if total += k.n; k.n > btfmodel.MaxTrampLinks || total > btfmodel.MaxTrampLinks {
+			return nil, usageErr("%d programs on one trampoline: the kernel allows %d (BPF_MAX_TRAMP_LINKS) and fails the link with E2BIG", total, btfmodel.MaxTrampLinks)
 		}
 	}
 	for _, k := range counts {

@@ -70,11 +70,14 @@ type profileFlags struct {
 }
 
 func (p *profileFlags) register(fsKernel func(*string, string, string, string)) {
-	help := "kernel profile: 6.1 or 6.12"
+	help := "kernel profile: " + btfmodel.KernelNames()
 	if p.fetchable {
-		help = "kernel profile: " + strings.Join(vm.Profiles, ", ") + " (7.2: captured only; the model does not know it yet)"
+		help = "kernel profile: " + strings.Join(vm.Profiles, ", ")
+		if only := fetchOnly(); len(only) > 0 {
+			help += " (" + strings.Join(only, ", ") + ": captured only; the model does not know it yet)"
+		}
 	}
-	fsKernel(&p.kernel, "kernel", "6.12", help)
+	fsKernel(&p.kernel, "kernel", string(btfmodel.DefaultKernel), help)
 	fsKernel(&p.arch, "arch", "amd64", "architecture: amd64 or arm64")
 }
 
@@ -141,7 +144,7 @@ func runKernelFetch(args []string, stdout, stderr io.Writer) error {
 	var all bool
 	var out output
 	p.register(fs.StringVar)
-	fs.BoolVar(&all, "all", false, "fetch 6.1 and 6.12 for amd64 and arm64")
+	fs.BoolVar(&all, "all", false, "fetch "+strings.Join(kernelStrings(), " and ")+" for amd64 and arm64")
 	out.register(fs, "text or json")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -151,7 +154,12 @@ func runKernelFetch(args []string, stdout, stderr io.Writer) error {
 	}
 	targets := [][2]string{{p.kernel, p.arch}}
 	if all {
-		targets = [][2]string{{"6.1", "amd64"}, {"6.1", "arm64"}, {"6.12", "amd64"}, {"6.12", "arm64"}}
+		targets = nil
+		for _, k := range btfmodel.Kernels {
+			for _, a := range btfmodel.Arches {
+				targets = append(targets, [2]string{string(k), string(a)})
+			}
+		}
 	} else if err := p.check(); err != nil {
 		return err
 	}
@@ -296,4 +304,24 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// kernelStrings are the profiles' names, oldest first.
+func kernelStrings() []string {
+	s := make([]string, len(btfmodel.Kernels))
+	for i, k := range btfmodel.Kernels {
+		s[i] = string(k)
+	}
+	return s
+}
+
+// fetchOnly are the profiles kernel/vm fetches that btfmodel does not model yet.
+func fetchOnly() []string {
+	var out []string
+	for _, k := range vm.Profiles {
+		if btfmodel.ProfileFor(btfmodel.Kernel(k)) == nil {
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -49,7 +49,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	var showLog, against bool
 	var out output
 	fs.StringVar(&btfPath, "btf", "", "kernel BTF for attach targets and CO-RE (default /sys/kernel/btf/vmlinux)")
-	fs.StringVar(&kernel, "kernel", "6.12", "kernel profile: 6.1 or 6.12")
+	fs.StringVar(&kernel, "kernel", string(btfmodel.DefaultKernel), "kernel profile: "+btfmodel.KernelNames())
 	fs.StringVar(&arch, "arch", "amd64", "architecture: amd64 or arm64")
 	fs.BoolVar(&showLog, "log", false, "print the whole verifier log of every program")
 	fs.BoolVar(&against, "against-kernel", false, "also load the programs through the real kernel of the profile (qemu guest) and compare")

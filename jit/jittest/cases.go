@@ -50,11 +50,10 @@ func Cases(arch btfmodel.Arch) []Case {
 		}
 		return "int f" + string(rune('0'+n/10)) + string(rune('0'+n%10)) + "(" + strings.Join(a, ", ") + ")"
 	}
-	maxRegs := 12
-	if arch == btfmodel.ARM64 {
-		maxRegs = 8
-	}
-	for _, k := range []btfmodel.Kernel{btfmodel.Kernel612} {
+	// The newest profile gets every case; older ones a short list where the arch traces
+	// kernel functions (6.1 x86_64; 6.1 arm64 has only BPF-program targets, not generated here).
+	for _, k := range []btfmodel.Kernel{btfmodel.DefaultKernel} {
+		maxRegs := btfmodel.LimitsFor(arch, k).MaxRegSlots
 		add("fentry-fexit-test2", k, test2, []jit.Prog{f, x}, none)
 		add("fentry-only-test2", k, test2, []jit.Prog{f}, none)
 		add("fexit-only-test2", k, test2, []jit.Prog{x}, none)
@@ -94,9 +93,10 @@ func Cases(arch btfmodel.Arch) []Case {
 			add("call-depth-fentry-fexit", k, test2, []jit.Prog{f, x}, jit.Features{CallDepth: true})
 		}
 	}
-	// 6.1: x86_64 on kernel functions; arm64 only on BPF-program targets (not generated here).
-	if arch == btfmodel.AMD64 {
-		k := btfmodel.Kernel61
+	for _, k := range btfmodel.Kernels {
+		if k == btfmodel.DefaultKernel || !btfmodel.LimitsFor(arch, k).KernelFuncTargets {
+			continue
+		}
 		add("fentry-fexit-test2", k, test2, []jit.Prog{f, x}, none)
 		add("fentry-only-test2", k, test2, []jit.Prog{f}, none)
 		add("fmod_ret2-fexit-test2", k, test2, []jit.Prog{m, m, x}, none)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+
+	"github.com/trampjit/trampjit/btfmodel"
 )
 
 // ErrSeriesGone says the archive no longer has any build of a profile's kernel series (sid
@@ -108,18 +110,33 @@ type kernelSpec struct {
 
 // kernelSpecs maps a profile to its suite and the package names that qualify: the cloud
 // flavour, not -dbg nor -unsigned (those are the fallback when the signed one has no vmlinuz).
-var kernelSpecs = map[string]kernelSpec{
-	"6.1":  {SuiteBookworm, "linux-image-", regexp.MustCompile(`^linux-image-6\.1\.0-[0-9]+-cloud-(amd64|arm64)$`), layoutBoot},
-	"6.12": {SuiteTrixie, "linux-image-", regexp.MustCompile(`^linux-image-6\.12\.[0-9]+\+deb[0-9]+-cloud-(amd64|arm64)$`), layoutBoot},
-	"7.2":  {SuiteSid, "linux-binary-", regexp.MustCompile(`^linux-binary-7\.2\.[0-9]+\+deb[0-9]+-cloud-(amd64|arm64)$`), layoutModules},
-}
+// The modelled profiles' come from btfmodel.Profiles (Debian 12 and 13: layoutBoot); 7.2 is
+// fetched before the model knows it, so it is stated here.
+var kernelSpecs = func() map[string]kernelSpec {
+	m := map[string]kernelSpec{
+		"7.2": {SuiteSid, "linux-binary-", regexp.MustCompile(`^linux-binary-7\.2\.[0-9]+\+deb[0-9]+-cloud-(amd64|arm64)$`), layoutModules},
+	}
+	for _, p := range btfmodel.Profiles {
+		m[string(p.Kernel)] = kernelSpec{p.Debian.Suite, "linux-image-", regexp.MustCompile(p.Debian.Package), layoutBoot}
+	}
+	return m
+}()
 
 // SuiteSid is Debian unstable, where 7.2 lives; like the others it is reached through the
 // machine's own main archive entry.
 const SuiteSid = "sid"
 
 // Profiles lists the kernel profiles Fetch knows, oldest first.
-var Profiles = []string{"6.1", "6.12", "7.2"}
+var Profiles = append(modelled(), "7.2")
+
+// modelled are btfmodel's profiles, oldest first.
+func modelled() []string {
+	var out []string
+	for _, k := range btfmodel.Kernels {
+		out = append(out, string(k))
+	}
+	return out
+}
 
 // allSuites are the suites of the private sources.list: every profile's, so that one index
 // update serves them all.

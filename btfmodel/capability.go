@@ -1,0 +1,153 @@
+package btfmodel
+
+// Capability names one version-dependent behaviour of the kernel. Rules ask a profile for a
+// capability (Kernel.Has), never for a version, so each difference between kernels is named
+// once, here, with when it arrived.
+type Capability string
+
+// CapInfo is what is known about a capability.
+type CapInfo struct {
+	Cap Capability
+	// Since is the upstream release that brought it. When After is set the exact release is
+	// not established here: it arrived after After and by Since (Since zero: not bounded).
+	Since, After Version
+	// Config is the CONFIG_ option that decides it in a given build (Debian's, for the
+	// profiles), when a version alone does not.
+	Config string
+	// Backport names the modelled builds that have it before Since through stable backports.
+	Backport []Kernel
+	Doc      string
+}
+
+func v(major, minor int) Version { return Version{major, minor, 0} }
+
+// Attach rules and the function model (kernel/bpf/verifier.c, kernel/bpf/btf.c).
+const (
+	CapSignedArgFlag     Capability = "signed-arg-flag"
+	CapBTFIDDenyRCULock  Capability = "btf-id-deny-rcu-lock"
+	CapNoreturnDeny      Capability = "noreturn-deny"
+	CapFmodRetIDSet      Capability = "fmod-ret-id-set"
+	CapLSMDisabledHooks  Capability = "lsm-disabled-hooks"
+	CapX86StackArgs      Capability = "x86-stack-args"
+	CapX86CleanStack     Capability = "x86-clean-stack-garbage"
+	CapX86KernelIBT      Capability = "x86-kernel-ibt"
+	CapArm64DirectCalls  Capability = "arm64-ftrace-direct-calls"
+	CapArm64StructArgs   Capability = "arm64-struct-args"
+	CapHelperCgrpStorage Capability = "helper-cgrp-storage"
+	CapFsession          Capability = "fsession"
+)
+
+// The verifier's instruction walk (kernel/bpf/verifier.c).
+const (
+	CapVerifierCPUv4            Capability = "verifier-cpu-v4"
+	CapVerifierALURangeAnySrc   Capability = "verifier-alu-range-any-src"
+	CapVerifierBoundsCross      Capability = "verifier-bounds-cross-32-64"
+	CapVerifierMovNoConstID     Capability = "verifier-mov-no-const-id"
+	CapVerifierMov32ID          Capability = "verifier-mov32-id"
+	CapVerifierBTFNeedsGPL      Capability = "verifier-btf-access-needs-gpl"
+	CapVerifierTrustedPtr       Capability = "verifier-ptr-trusted"
+	CapVerifierRCUPtr           Capability = "verifier-mem-rcu"
+	CapVerifierUnionUntrusted   Capability = "verifier-union-untrusted"
+	CapVerifierIntArrayScalar   Capability = "verifier-int-array-scalar"
+	CapVerifierSparsePruneMarks Capability = "verifier-sparse-prune-marks"
+	CapVerifierLSMRetRange      Capability = "verifier-lsm-ret-range"
+	CapVerifierRetvalRange      Capability = "verifier-retval-range"
+	CapVerifierCtxArgSize8      Capability = "verifier-ctx-arg-size-8"
+	CapVerifierNullableArgs     Capability = "verifier-nullable-args"
+	CapVerifierLSMTrustedArgs   Capability = "verifier-lsm-trusted-args"
+	CapVerifierHelperMightSleep Capability = "verifier-helper-might-sleep"
+	CapVerifierHelperProtoMsg   Capability = "verifier-helper-proto-msg"
+	CapVerifierMemSizeRaw       Capability = "verifier-mem-size-raw"
+	CapVerifierMapArgAsMem      Capability = "verifier-map-arg-as-mem"
+	CapVerifierRegNotNullMem    Capability = "verifier-reg-not-null-mem"
+	CapVerifierRangeVsRange     Capability = "verifier-range-vs-range"
+	CapVerifierSTIntoCtx        Capability = "verifier-st-into-ctx"
+	CapVerifierExitR0Precise    Capability = "verifier-exit-r0-precise"
+	CapVerifierPruneScalarIDs   Capability = "verifier-prune-scalar-ids"
+	CapVerifierStackReadAll     Capability = "verifier-stack-read-all"
+	CapVerifierSpillAnyScalar   Capability = "verifier-spill-any-scalar"
+	CapVerifierSTImmSpill       Capability = "verifier-st-imm-spill"
+	CapVerifierStackZeroKept    Capability = "verifier-stack-zero-kept"
+	CapVerifierNarrowFill       Capability = "verifier-narrow-fill"
+	CapVerifierAttachAfterCFG   Capability = "verifier-attach-after-cfg"
+	CapVerifierNoMainArgMatch   Capability = "verifier-no-main-arg-match"
+	CapLogRegTypeAllPrefixes    Capability = "log-reg-type-all-prefixes"
+	CapLogStateCompact          Capability = "log-state-compact"
+	CapLogConstVarOff           Capability = "log-const-var-off"
+	CapLogVarOffStackOff        Capability = "log-var-off-stack-off"
+	CapLogInfiniteLoopStates    Capability = "log-infinite-loop-states"
+)
+
+var after61by612 = struct{ after, since Version }{v(6, 1), v(6, 12)}
+
+// bounded is a capability whose release is known only to lie after 6.1 and by 6.12: both
+// modelled kernels were checked, the commit was not pinned.
+func bounded(c Capability, doc string) CapInfo {
+	return CapInfo{Cap: c, After: after61by612.after, Since: after61by612.since, Doc: doc}
+}
+
+// Capabilities is every capability, with what is known about it.
+var Capabilities = []CapInfo{
+	{Cap: CapSignedArgFlag, Since: v(6, 3), Doc: "btf_func_model carries BTF_FMODEL_SIGNED_ARG for signed integer arguments"},
+	bounded(CapBTFIDDenyRCULock, "btf_id_deny also lists __rcu_read_lock and __rcu_read_unlock"),
+	{Cap: CapNoreturnDeny, After: v(6, 12), Backport: []Kernel{Kernel612},
+		Doc: "fexit and fmod_ret are refused on noreturn_deny's __noreturn functions (upstream 2025; Debian 6.12.117 has it from 6.12.y stable)"},
+	{Cap: CapFmodRetIDSet, After: v(6, 1), Since: v(6, 3), Doc: "BTF_KFUNC_HOOK_FMODRET id sets admit fmod_ret (and, with KF_SLEEPABLE, sleepable programs)"},
+	bounded(CapLSMDisabledHooks, "bpf_lsm_disabled_hooks refuses LSM hooks whose return convention a program cannot honour"),
+	bounded(CapX86StackArgs, "the x86_64 trampoline copies stack-passed arguments, up to MAX_BPF_FUNC_ARGS slots (6.1: six registers)"),
+	bounded(CapX86CleanStack, "x86_64 clean_stack_garbage zeroes the upper half of a lone stack slot"),
+	{Cap: CapX86KernelIBT, Since: v(5, 18), Config: "CONFIG_X86_KERNEL_IBT",
+		Doc: "traced x86_64 functions start with ENDBR (Debian builds 6.12 with it, 6.1 without)"},
+	{Cap: CapArm64DirectCalls, Since: v(6, 4), Doc: "arm64 has ftrace direct calls: trampolines attach to kernel functions, not only to BPF programs"},
+	{Cap: CapArm64StructArgs, Since: v(6, 5), Doc: "the arm64 trampoline accepts struct-by-value arguments and counts register slots"},
+	{Cap: CapFsession, Since: v(7, 0), Doc: "BPF_TRACE_FSESSION (attach type 58): one program as both fentry and fexit, with a session cookie"},
+	{Cap: CapHelperCgrpStorage, Since: v(6, 2), Doc: "bpf_cgrp_storage_get/delete exist: __BPF_FUNC_MAX_ID is 212, not 210"},
+
+	{Cap: CapVerifierCPUv4, Since: v(6, 6), Doc: "cpu v4 encodings (sdiv/smod, movsx, 64-bit bswap, BPF_MEMSX) are not reserved fields"},
+	bounded(CapVerifierALURangeAnySrc, "adjust_scalar_min_max_vals tracks |, ^, * with any scalar source (is_safe_to_compute_dst_reg_range)"),
+	{Cap: CapVerifierBoundsCross, Since: v(6, 7), Doc: "reg_bounds_sync deduces 32-bit bounds from 64-bit ones and back"},
+	bounded(CapVerifierMovNoConstID, "assign_scalar_id_before_mov gives no id to a constant copied by a 64-bit mov"),
+	bounded(CapVerifierMov32ID, "a 32-bit mov of a value that fits in 32 bits links the copy to its source"),
+	bounded(CapVerifierBTFNeedsGPL, "PTR_TO_BTF_ID loads need a GPL-compatible license"),
+	{Cap: CapVerifierTrustedPtr, After: v(6, 1), Since: v(6, 3), Doc: "PTR_TRUSTED: trusted BTF pointers (current task, trusted arguments) pass as memory and are not null"},
+	{Cap: CapVerifierRCUPtr, After: v(6, 1), Since: v(6, 3), Doc: "MEM_RCU: __rcu tagged fields load as RCU pointers"},
+	bounded(CapVerifierUnionUntrusted, "btf_struct_walk marks a pointer loaded through a union of more than one member untrusted"),
+	bounded(CapVerifierIntArrayScalar, "btf_struct_walk reads into an int array member as a scalar"),
+	{Cap: CapVerifierSparsePruneMarks, Since: v(6, 3), Doc: "prune points at jumps only, not after a goto nor at branch targets"},
+	bounded(CapVerifierLSMRetRange, "LSM programs' return value and bpf_lsm retval argument are checked against the hook's range"),
+	bounded(CapVerifierRetvalRange, "check_return_code compares R0's range with the allowed range (6.1: tnum_in)"),
+	bounded(CapVerifierCtxArgSize8, "a ctx load of a pointer argument must be 8 bytes"),
+	{Cap: CapVerifierNullableArgs, After: v(6, 1), Since: v(6, 10), Doc: "a __nullable parameter loads as PTR_MAYBE_NULL"},
+	bounded(CapVerifierLSMTrustedArgs, "LSM hook pointer arguments are PTR_TRUSTED"),
+	{Cap: CapVerifierHelperMightSleep, Since: v(6, 2), Doc: "sleepable helpers are offered to every program and refused in non-sleepable ones (might_sleep)"},
+	bounded(CapVerifierHelperProtoMsg, "an unavailable helper is refused as 'program of this type cannot use helper' (6.1: 'unknown func')"),
+	bounded(CapVerifierMemSizeRaw, "check_mem_size_reg keeps raw mode for a variable size and checks a zero size itself"),
+	bounded(CapVerifierMapArgAsMem, "map key and value arguments are checked as memory (ringbuf_mem, trusted_ptr_ allowed)"),
+	bounded(CapVerifierRegNotNullMem, "reg_not_null counts PTR_TO_MEM and trusted BTF pointers as not null"),
+	bounded(CapVerifierRangeVsRange, "is_branch_taken and reg_set_min_max compare ranges with ranges, not only with constants"),
+	{Cap: CapVerifierSTIntoCtx, Since: v(6, 3), Doc: "BPF_ST may store into ctx"},
+	{Cap: CapVerifierExitR0Precise, After: v(6, 1), Since: v(6, 8), Doc: "check_return_code marks R0 precise, so exit states with different R0 do not prune"},
+	bounded(CapVerifierPruneScalarIDs, "regsafe checks the scalar id mapping of precise scalars"),
+	bounded(CapVerifierStackReadAll, "stack reads are bounded by the frame, not by allocated_stack"),
+	bounded(CapVerifierSpillAnyScalar, "every aligned scalar store spills (and links) the register, also zero and unbounded ones"),
+	bounded(CapVerifierSTImmSpill, "BPF_ST of an immediate spills a constant"),
+	bounded(CapVerifierStackZeroKept, "STACK_ZERO survives a partial spill, and a fill of a zero spill is the constant 0"),
+	bounded(CapVerifierNarrowFill, "a fill narrower than the spill keeps the spilled value"),
+	bounded(CapVerifierAttachAfterCFG, "bpf_check resolves maps and checks the CFG before the attach target"),
+	bounded(CapVerifierNoMainArgMatch, "the main program's BTF arguments are not matched against the context (6.1 logs a mismatch)"),
+	bounded(CapLogRegTypeAllPrefixes, "reg_type_str joins every flag prefix (6.1 keeps only the last)"),
+	bounded(CapLogStateCompact, "print_verifier_state's compact form: constants with their type, no off=0, bounds only where they say something"),
+	bounded(CapLogConstVarOff, "alignment messages print a constant var_off as a number"),
+	bounded(CapLogVarOffStackOff, "an out-of-bounds variable-offset stack access is reported with the instruction's off too"),
+	bounded(CapLogInfiniteLoopStates, "'infinite loop detected' is followed by the current and the old state"),
+}
+
+// CapInfoOf returns the table entry of c.
+func CapInfoOf(c Capability) (CapInfo, bool) {
+	for _, i := range Capabilities {
+		if i.Cap == c {
+			return i, true
+		}
+	}
+	return CapInfo{}, false
+}
