@@ -1,8 +1,8 @@
 package btfmodel
 
-// MaxTrampLinks is BPF_MAX_TRAMP_LINKS on x86_64 and arm64 (kernel/bpf/trampoline.c): the
-// most programs (fentry, fexit and fmod_ret together) one trampoline links; the next link
-// fails with E2BIG.
+// MaxTrampLinks is the largest BPF_MAX_TRAMP_LINKS of any modelled profile and architecture
+// (kernel/bpf/trampoline.c): a bound for flag and array sizes. What one profile links is
+// ArchLimits.MaxTrampLinks (Profile.TrampLinks); the next link fails with E2BIG.
 const MaxTrampLinks = 38
 
 // ArchLimits are what an architecture's trampoline JIT accepts under one profile. The attach
@@ -26,15 +26,25 @@ type ArchLimits struct {
 func LimitsFor(a Arch, k Kernel) ArchLimits {
 	switch a {
 	case AMD64:
-		l := ArchLimits{ArgRegs: 6, MaxRegSlots: 6, StructArgs: true, KernelFuncTargets: true, MaxTrampLinks: MaxTrampLinks}
+		l := ArchLimits{ArgRegs: 6, MaxRegSlots: 6, StructArgs: true, KernelFuncTargets: true, MaxTrampLinks: trampLinks(a, k)}
 		if k.Has(CapX86StackArgs) {
 			l.StackArgs, l.MaxRegSlots = true, MaxFuncArgs
 		}
 		return l
 	case ARM64:
-		// No stack arguments before 6.16, so slots are registers on every modelled kernel.
-		return ArchLimits{ArgRegs: 8, MaxRegSlots: 8, StructArgs: k.Has(CapArm64StructArgs),
-			KernelFuncTargets: k.Has(CapArm64DirectCalls), MaxTrampLinks: MaxTrampLinks}
+		l := ArchLimits{ArgRegs: 8, MaxRegSlots: 8, StructArgs: k.Has(CapArm64StructArgs),
+			KernelFuncTargets: k.Has(CapArm64DirectCalls), MaxTrampLinks: trampLinks(a, k)}
+		if k.Has(CapArm64StackArgs) {
+			l.StackArgs, l.MaxRegSlots = true, MaxFuncArgs
+		}
+		return l
 	}
 	return ArchLimits{}
+}
+
+func trampLinks(a Arch, k Kernel) int {
+	if p := ProfileFor(k); p != nil {
+		return p.TrampLinks[a]
+	}
+	return 0
 }

@@ -33,6 +33,7 @@ const (
 	CapX86KernelIBT      Capability = "x86-kernel-ibt"
 	CapArm64DirectCalls  Capability = "arm64-ftrace-direct-calls"
 	CapArm64StructArgs   Capability = "arm64-struct-args"
+	CapArm64StackArgs    Capability = "arm64-stack-args"
 	CapHelperCgrpStorage Capability = "helper-cgrp-storage"
 	CapFsession          Capability = "fsession"
 )
@@ -100,6 +101,7 @@ var Capabilities = []CapInfo{
 		Doc: "traced x86_64 functions start with ENDBR (Debian builds 6.12 with it, 6.1 without)"},
 	{Cap: CapArm64DirectCalls, Since: v(6, 4), Doc: "arm64 has ftrace direct calls: trampolines attach to kernel functions, not only to BPF programs"},
 	{Cap: CapArm64StructArgs, Since: v(6, 5), Doc: "the arm64 trampoline accepts struct-by-value arguments and counts register slots"},
+	{Cap: CapArm64StackArgs, After: v(6, 12), Since: v(7, 2), Doc: "the arm64 trampoline copies stack-passed arguments, up to MAX_BPF_FUNC_ARGS slots (6.12: eight registers; 7.2 attaches 9 to 12 and stack-passed structs)"},
 	{Cap: CapFsession, Since: v(7, 0), Doc: "BPF_TRACE_FSESSION (attach type 58): one program as both fentry and fexit, with a session cookie"},
 	{Cap: CapHelperCgrpStorage, Since: v(6, 2), Doc: "bpf_cgrp_storage_get/delete exist: __BPF_FUNC_MAX_ID is 212, not 210"},
 

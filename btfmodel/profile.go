@@ -14,9 +14,10 @@ type Kernel string
 const (
 	Kernel61  Kernel = "6.1"
 	Kernel612 Kernel = "6.12"
+	Kernel72  Kernel = "7.2"
 )
 
-// DefaultKernel is the profile used when a request or flag names none: the newest one.
+// DefaultKernel is the profile used when a request or flag names none.
 const DefaultKernel = Kernel612
 
 // Version is a kernel version, ordered as the kernel orders them (LINUX_VERSION_CODE).
@@ -71,6 +72,10 @@ func (v Version) IsZero() bool { return v == Version{} }
 type DebianPackage struct {
 	Suite   string // e.g. "bookworm"
 	Package string // regular expression over binary package names
+	// Modules: the package is linux-binary-<release>, with the vmlinuz under
+	// usr/lib/modules/<release>/ and the config in linux-base-<release> (Debian 14); else
+	// linux-image-<release> with boot/vmlinuz-* and boot/config-*.
+	Modules bool
 }
 
 // Profile is one modelled kernel: the Debian build it is checked against and what it can do.
@@ -78,7 +83,10 @@ type Profile struct {
 	Kernel  Kernel
 	Version Version // the Debian build modelled (testdata/kernel/<kernel>-*/kernel.json)
 	Debian  DebianPackage
-	caps    map[Capability]bool // every capability, stated (TestProfilesStateEveryCapability)
+	// TrampLinks is BPF_MAX_TRAMP_LINKS per architecture: an enum value in each kernel's BTF,
+	// and the corpus's links-N cases show where E2BIG starts.
+	TrampLinks map[Arch]int
+	caps       map[Capability]bool // every capability, stated (TestProfilesStateEveryCapability)
 }
 
 // Has reports whether the profile has a capability. An unknown profile has none; an entry the

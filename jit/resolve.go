@@ -49,9 +49,9 @@ func Resolve(req *Request, m *btfmodel.FuncModel) (*Tramp, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	if n := len(req.Progs); n > btfmodel.MaxTrampLinks {
+	if n, max := len(req.Progs), btfmodel.LimitsFor(req.Arch, req.Kernel).MaxTrampLinks; n > max {
 		// bpf_trampoline_link_prog counts links over all kinds.
-		return nil, Reject(E2BIG, "%d programs on one trampoline, at most %d (BPF_MAX_TRAMP_LINKS)", n, btfmodel.MaxTrampLinks)
+		return nil, Reject(E2BIG, "%d programs on one trampoline, at most %d (BPF_MAX_TRAMP_LINKS)", n, max)
 	}
 	t := &Tramp{Arch: req.Arch, Kernel: req.Kernel, Model: m, Features: req.Features, ProgTarget: req.Target == "bpf"}
 	if req.Flags != nil {

@@ -30,7 +30,8 @@ func Catalog(kernel, arch string) []Case {
 	c.manyArgs()
 	c.lsm()
 	c.refusals()
-	if c.is72() {
+	if btfmodel.Kernel(c.kernel).Has(btfmodel.CapFsession) {
+		// The 7.x trampoline: jmp mode, fsession, session cookies, wider arm64 arguments.
 		c.v72()
 	}
 	c.bpfTargets(false)
@@ -69,11 +70,6 @@ func cookie(p jit.Prog, c uint64) jit.Prog { p.Cookie = jit.Cookie(c); return p 
 func funcIP(p jit.Prog) jit.Prog           { p.FuncIP = true; return p }
 func sleepable(p jit.Prog) jit.Prog        { p.Sleepable = true; return p }
 
-// is72 is 7.2, which adds the cases of its new trampoline features. 7.2 is captured before
-// btfmodel models it, so there is no profile to ask; it keeps every 6.12 case (catalogAbsent
-// has no entry for it).
-func (c *catalog) is72() bool { return c.kernel == "7.2" }
-
 // sys is the arch's syscall wrapper of a syscall.
 func (c *catalog) sys(name string) string {
 	if c.arch == "arm64" {
@@ -82,12 +78,17 @@ func (c *catalog) sys(name string) string {
 	return "__x64_sys_" + name
 }
 
+// add and addRun leave out functions the profile's BTF lacks (catalogAbsent).
 func (c *catalog) add(fn, id string, progs ...jit.Prog) {
-	c.cases = append(c.cases, Case{ID: fn + "-" + id, Func: fn, Progs: progs})
+	if c.has(fn) {
+		c.cases = append(c.cases, Case{ID: fn + "-" + id, Func: fn, Progs: progs})
+	}
 }
 
 func (c *catalog) addRun(fn, id string, progs ...jit.Prog) {
-	c.cases = append(c.cases, Case{ID: fn + "-" + id, Func: fn, Progs: progs, Run: true})
+	if c.has(fn) {
+		c.cases = append(c.cases, Case{ID: fn + "-" + id, Func: fn, Progs: progs, Run: true})
+	}
 }
 
 // testFuncs are net/bpf/test_run.c's targets: BPF_PROG_TEST_RUN calls them, so these cases

@@ -14,6 +14,9 @@ var catalogAbsent = map[btfmodel.Kernel]map[string]bool{
 		"secure_tcp_seq_and_ts_off":         true,
 	},
 	btfmodel.Kernel612: {},
+	btfmodel.Kernel72: {
+		"__delete_from_swap_cache": true, // mm/swap_state.c, reworked before 7.2
+	},
 }
 
 // has reports whether the profile's BTF has a function the catalog may use.

@@ -110,24 +110,21 @@ type kernelSpec struct {
 
 // kernelSpecs maps a profile to its suite and the package names that qualify: the cloud
 // flavour, not -dbg nor -unsigned (those are the fallback when the signed one has no vmlinuz).
-// The modelled profiles' come from btfmodel.Profiles (Debian 12 and 13: layoutBoot); 7.2 is
-// fetched before the model knows it, so it is stated here.
+// They come from btfmodel.Profiles' Debian field.
 var kernelSpecs = func() map[string]kernelSpec {
-	m := map[string]kernelSpec{
-		"7.2": {SuiteSid, "linux-binary-", regexp.MustCompile(`^linux-binary-7\.2\.[0-9]+\+deb[0-9]+-cloud-(amd64|arm64)$`), layoutModules},
-	}
+	m := map[string]kernelSpec{}
 	for _, p := range btfmodel.Profiles {
-		m[string(p.Kernel)] = kernelSpec{p.Debian.Suite, "linux-image-", regexp.MustCompile(p.Debian.Package), layoutBoot}
+		spec := kernelSpec{p.Debian.Suite, "linux-image-", regexp.MustCompile(p.Debian.Package), layoutBoot}
+		if p.Debian.Modules {
+			spec.prefix, spec.layout = "linux-binary-", layoutModules
+		}
+		m[string(p.Kernel)] = spec
 	}
 	return m
 }()
 
-// SuiteSid is Debian unstable, where 7.2 lives; like the others it is reached through the
-// machine's own main archive entry.
-const SuiteSid = "sid"
-
-// Profiles lists the kernel profiles Fetch knows, oldest first.
-var Profiles = append(modelled(), "7.2")
+// Profiles lists the kernel profiles Fetch knows, oldest first: btfmodel's.
+var Profiles = modelled()
 
 // modelled are btfmodel's profiles, oldest first.
 func modelled() []string {
