@@ -31,6 +31,8 @@ const (
 	CapX86StackArgs      Capability = "x86-stack-args"
 	CapX86CleanStack     Capability = "x86-clean-stack-garbage"
 	CapX86KernelIBT      Capability = "x86-kernel-ibt"
+	CapX86JmpMode        Capability = "x86-jmp-mode"
+	CapX86ProgNop        Capability = "x86-prog-nop"
 	CapArm64DirectCalls  Capability = "arm64-ftrace-direct-calls"
 	CapArm64StructArgs   Capability = "arm64-struct-args"
 	CapArm64StackArgs    Capability = "arm64-stack-args"
@@ -99,6 +101,10 @@ var Capabilities = []CapInfo{
 	bounded(CapX86CleanStack, "x86_64 clean_stack_garbage zeroes the upper half of a lone stack slot"),
 	{Cap: CapX86KernelIBT, Since: v(5, 18), Config: "CONFIG_X86_KERNEL_IBT",
 		Doc: "traced x86_64 functions start with ENDBR (Debian builds 6.12 with it, 6.1 without)"},
+	{Cap: CapX86JmpMode, Since: v(6, 19), Config: "CONFIG_DYNAMIC_FTRACE_WITH_JMP",
+		Doc: "x86_64 enters a trampoline that calls the original by jmp: no SKIP_FRAME, no return address to drop, stack arguments 8 bytes closer"},
+	{Cap: CapX86ProgNop, After: v(6, 12), Since: v(7, 2),
+		Doc: "each x86_64 program block starts with a NOP5 (a per-program skip site) and the ip_after_call NOP5 after the original call is gone"},
 	{Cap: CapArm64DirectCalls, Since: v(6, 4), Doc: "arm64 has ftrace direct calls: trampolines attach to kernel functions, not only to BPF programs"},
 	{Cap: CapArm64StructArgs, Since: v(6, 5), Doc: "the arm64 trampoline accepts struct-by-value arguments and counts register slots"},
 	{Cap: CapArm64StackArgs, After: v(6, 12), Since: v(7, 2), Doc: "the arm64 trampoline copies stack-passed arguments, up to MAX_BPF_FUNC_ARGS slots (6.12: eight registers; 7.2 attaches 9 to 12 and stack-passed structs)"},

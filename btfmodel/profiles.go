@@ -6,10 +6,10 @@ package btfmodel
 // Profiles lists the modelled kernels, oldest first (TestProfilesOrdered).
 var Profiles = []Profile{
 	{
-		Kernel:  Kernel61,
+		Kernel:     Kernel61,
 		Version:    Version{6, 1, 176},
 		TrampLinks: map[Arch]int{AMD64: 38, ARM64: 38},
-		Debian:  DebianPackage{Suite: "bookworm", Package: `^linux-image-6\.1\.0-[0-9]+-cloud-(amd64|arm64)$`},
+		Debian:     DebianPackage{Suite: "bookworm", Package: `^linux-image-6\.1\.0-[0-9]+-cloud-(amd64|arm64)$`},
 		caps: map[Capability]bool{
 			CapSignedArgFlag:     false,
 			CapBTFIDDenyRCULock:  false,
@@ -19,6 +19,8 @@ var Profiles = []Profile{
 			CapX86StackArgs:      false,
 			CapX86CleanStack:     false,
 			CapX86KernelIBT:      false, // Debian's 6.1 config
+			CapX86JmpMode:        false,
+			CapX86ProgNop:        false,
 			CapArm64DirectCalls:  false,
 			CapArm64StructArgs:   false,
 			CapArm64StackArgs:    false,
@@ -65,10 +67,10 @@ var Profiles = []Profile{
 		},
 	},
 	{
-		Kernel:  Kernel612,
+		Kernel:     Kernel612,
 		Version:    Version{6, 12, 117},
 		TrampLinks: map[Arch]int{AMD64: 38, ARM64: 38},
-		Debian:  DebianPackage{Suite: "trixie", Package: `^linux-image-6\.12\.[0-9]+\+deb[0-9]+-cloud-(amd64|arm64)$`},
+		Debian:     DebianPackage{Suite: "trixie", Package: `^linux-image-6\.12\.[0-9]+\+deb[0-9]+-cloud-(amd64|arm64)$`},
 		caps: map[Capability]bool{
 			CapSignedArgFlag:     true,
 			CapBTFIDDenyRCULock:  true,
@@ -78,6 +80,8 @@ var Profiles = []Profile{
 			CapX86StackArgs:      true,
 			CapX86CleanStack:     true,
 			CapX86KernelIBT:      true, // Debian's 6.12 config
+			CapX86JmpMode:        false,
+			CapX86ProgNop:        false,
 			CapArm64DirectCalls:  true,
 			CapArm64StructArgs:   true,
 			CapArm64StackArgs:    false,
@@ -124,7 +128,7 @@ var Profiles = []Profile{
 		},
 	},
 	{
-		Kernel:  Kernel72,
+		Kernel:     Kernel72,
 		Version:    Version{7, 2, 13},
 		TrampLinks: map[Arch]int{AMD64: 36, ARM64: 37},
 		// Debian 14 ships the kernel in linux-binary-<release> (linux-image-* is a metapackage).
@@ -138,6 +142,8 @@ var Profiles = []Profile{
 			CapX86StackArgs:      true,
 			CapX86CleanStack:     true,
 			CapX86KernelIBT:      true, // Debian's 7.2 config
+			CapX86JmpMode:        true,
+			CapX86ProgNop:        true,
 			CapArm64DirectCalls:  true,
 			CapArm64StructArgs:   true,
 			CapArm64StackArgs:    true,

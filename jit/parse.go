@@ -119,6 +119,10 @@ func (r *Request) Validate() error {
 		if _, err := btfmodel.ParseAttachType(string(p.Kind)); err != nil {
 			return fmt.Errorf("request: progs[%d]: %w", i, err)
 		}
+		if p.SessionCookie && p.Kind != Fsession {
+			// bpf_session_cookie is an fsession kfunc; other programs cannot call it.
+			return fmt.Errorf("request: progs[%d]: session_cookie is for fsession programs, not %s", i, p.Kind)
+		}
 	}
 	if a := r.Addrs; a != nil {
 		if len(a.Progs) != len(r.Progs) {

@@ -93,21 +93,31 @@ func TestCookies(t *testing.T) {
 	}
 }
 
-// Flags per attachment, from bpf_trampoline_update (kernel/bpf/trampoline.c).
+// Flags per attachment, from bpf_trampoline_update (kernel/bpf/trampoline.c): an fsession
+// program has a fexit node, so it calls the original; in jmp mode (x86_64 7.2) SKIP_FRAME is
+// cleared again (the 7.2 images end `leave; ret` without `add rsp, 8`).
 func TestDeriveFlags(t *testing.T) {
 	for _, c := range []struct {
+		arch  btfmodel.Arch
+		k     btfmodel.Kernel
 		progs []Prog
 		want  Flags
 	}{
-		{[]Prog{{Kind: Fentry}}, 0x01},
-		{[]Prog{{Kind: Fentry, FuncIP: true}}, 0x09},
-		{[]Prog{{Kind: Fentry}, {Kind: Fexit}}, 0x06},
-		{[]Prog{{Kind: Fexit, FuncIP: true}}, 0x0e},
-		{[]Prog{{Kind: ModRet}}, 0x06},
-		{[]Prog{{Kind: LSM}}, 0x06},
+		{btfmodel.AMD64, btfmodel.Kernel612, []Prog{{Kind: Fentry}}, 0x01},
+		{btfmodel.AMD64, btfmodel.Kernel612, []Prog{{Kind: Fentry, FuncIP: true}}, 0x09},
+		{btfmodel.AMD64, btfmodel.Kernel612, []Prog{{Kind: Fentry}, {Kind: Fexit}}, 0x06},
+		{btfmodel.AMD64, btfmodel.Kernel612, []Prog{{Kind: Fexit, FuncIP: true}}, 0x0e},
+		{btfmodel.AMD64, btfmodel.Kernel612, []Prog{{Kind: ModRet}}, 0x06},
+		{btfmodel.AMD64, btfmodel.Kernel612, []Prog{{Kind: LSM}}, 0x06},
+		{btfmodel.AMD64, btfmodel.Kernel72, []Prog{{Kind: Fentry}}, 0x01},
+		{btfmodel.AMD64, btfmodel.Kernel72, []Prog{{Kind: Fexit}}, 0x02},
+		{btfmodel.AMD64, btfmodel.Kernel72, []Prog{{Kind: Fsession, FuncIP: true}}, 0x0a},
+		{btfmodel.AMD64, btfmodel.Kernel72, []Prog{{Kind: LSM}}, 0x02},
+		{btfmodel.ARM64, btfmodel.Kernel72, []Prog{{Kind: Fsession}}, 0x06},
+		{btfmodel.ARM64, btfmodel.Kernel72, []Prog{{Kind: Fentry}}, 0x01},
 	} {
-		if got := DeriveFlags(c.progs); got != c.want {
-			t.Errorf("%v: flags %#x (%v), want %#x", c.progs, uint32(got), got, uint32(c.want))
+		if got := DeriveFlags(c.arch, c.k, c.progs); got != c.want {
+			t.Errorf("%s %s %v: flags %#x (%v), want %#x", c.arch, c.k, c.progs, uint32(got), got, uint32(c.want))
 		}
 	}
 }

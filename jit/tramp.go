@@ -9,11 +9,16 @@ type ProgRef struct {
 	Index   int    // 1-based position in the request's attach order ("prog#1")
 	Addr    uint64 // struct bpf_prog *
 	BPFFunc uint64 // JITed entry
+	// CookieSlot is an fsession program's session-cookie slot when it calls
+	// bpf_session_cookie: 0 for the first such program in emission order; -1 otherwise. The
+	// program's fentry and fexit blocks use the same slot (see FuncMeta).
+	CookieSlot int
 }
 
 // Tramp is a fully resolved trampoline: everything a backend needs to emit one image, and
 // nothing it has to look up. Program lists are in emission order (within a kind the most
-// recently attached program first, as bpf_trampoline_get_progs walks its hlist).
+// recently attached program first, as bpf_trampoline_get_progs walks its hlist). An fsession
+// program is in Fentry and in Fexit.
 type Tramp struct {
 	Arch     btfmodel.Arch
 	Kernel   btfmodel.Kernel
@@ -23,11 +28,15 @@ type Tramp struct {
 	Fentry   []ProgRef
 	ModRet   []ProgRef
 	Fexit    []ProgRef
-	Image    uint64            // address the image executes at
-	Func     uint64            // traced function's symbol address (func_addr)
-	IP       uint64            // the patched call site inside it
-	IM       uint64            // struct bpf_tramp_image *
-	Helpers  map[string]uint64 // kernel symbol -> address
+	// Fsessions and CookieSlots are bpf_fsession_cnt and bpf_fsession_cookie_cnt: the
+	// fsession programs, and those of them that call bpf_session_cookie.
+	Fsessions   int
+	CookieSlots int
+	Image       uint64            // address the image executes at
+	Func        uint64            // traced function's symbol address (func_addr)
+	IP          uint64            // the patched call site inside it
+	IM          uint64            // struct bpf_tramp_image *
+	Helpers     map[string]uint64 // kernel symbol -> address
 	// ProgTarget says the traced function is a BPF program (fentry/fexit/fmod_ret on a
 	// program), not a kernel function: arm64 6.1 can attach only to those.
 	ProgTarget bool
