@@ -27,8 +27,14 @@ type StackLayout struct {
 	RegsOff    int  // ctx[0]; ctx[k] is at rbp-RegsOff+8k
 	NregsOff   int  // slot count
 	IPOff      int  // traced function's address, with IP_ARG
-	RBXOff     int  // saved rbx: a frame slot (6.12) or where `push rbx` lands (6.1)
-	RunCtxOff  int  // struct bpf_tramp_run_ctx; the cookie is its first word
+	// CookieOff is the deepest fsession cookie slot (7.0+): cookie k of the trampoline's
+	// cookie users is at rbp-(CookieOff-8k); equal to IPOff without cookies.
+	CookieOff int
+	// StackArgsOff is where the caller's stack arguments start above rbp: 0x18 past the saved
+	// rbp and two return addresses, 0x10 in jmp mode (one return address).
+	StackArgsOff int
+	RBXOff       int // saved rbx: a frame slot (6.12) or where `push rbx` lands (6.1)
+	RunCtxOff    int // struct bpf_tramp_run_ctx; the cookie is its first word
 	// ArgStackOff is the outgoing stack-argument area for the original call (6.12, >6 slots,
 	// CALL_ORIG): slot j at rbp-ArgStackOff+8j, which is rsp. Equal to StackSize otherwise.
 	ArgStackOff int
@@ -37,22 +43,27 @@ type StackLayout struct {
 	Args        [btfmodel.MaxFuncArgs]ArgLoc
 }
 
-// Layout computes the frame the kernel's x86 JIT builds for m under flags on kernel k, or
-// the JIT's -ENOTSUPP when the model has more argument slots than the profile supports.
+// Layout computes the frame the kernel's x86 JIT builds for m under flags on kernel k, with
+// no fsession cookie, or the JIT's -ENOTSUPP when the model has more argument slots than the
+// profile supports.
 func Layout(m *btfmodel.FuncModel, flags jit.Flags, k btfmodel.Kernel) (StackLayout, error) {
 	p, err := profileFor(k)
 	if err != nil {
 		return StackLayout{}, err
 	}
 	var l StackLayout
-	err = l.compute(m, flags, p)
+	err = l.compute(m, flags, p, 0)
 	return l, err
 }
 
-// compute fills l; it follows the stack_size arithmetic at the top of
-// __arch_prepare_bpf_trampoline (6.12) / arch_prepare_bpf_trampoline (6.1).
-func (l *StackLayout) compute(m *btfmodel.FuncModel, flags jit.Flags, p *profile) error {
-	*l = StackLayout{NrArgs: len(m.Args)}
+// compute fills l for cookies fsession cookie slots; it follows the stack_size arithmetic at
+// the top of __arch_prepare_bpf_trampoline (6.12+) / arch_prepare_bpf_trampoline (6.1).
+func (l *StackLayout) compute(m *btfmodel.FuncModel, flags jit.Flags, p *profile, cookies int) error {
+	*l = StackLayout{NrArgs: len(m.Args), StackArgsOff: 0x18}
+	jmp := p.useJmp(flags)
+	if jmp {
+		l.StackArgsOff = 0x10
+	}
 	for _, a := range m.Args {
 		l.NrRegs += a.Slots()
 	}
@@ -87,6 +98,8 @@ func (l *StackLayout) compute(m *btfmodel.FuncModel, flags jit.Flags, p *profile
 		s += 8
 	}
 	l.IPOff = s
+	s += 8 * cookies
+	l.CookieOff = s
 	if p.rbxInFrame {
 		s += 8
 		l.RBXOff = s
@@ -95,7 +108,9 @@ func (l *StackLayout) compute(m *btfmodel.FuncModel, flags jit.Flags, p *profile
 	l.RunCtxOff = s
 	if p.lim.StackArgs && l.NrRegs > p.lim.ArgRegs && flags&jit.FlagCallOrig != 0 {
 		s += 8 * l.StackSlots
-		if s%16 == 0 { // rsp 16-aligned at the original call
+		// rsp 16-aligned at the original call: below the saved rbp lie two return addresses,
+		// or one in jmp mode, so the pad goes to the other parity.
+		if (s%16 == 0) != jmp {
 			s += 8
 		}
 	}

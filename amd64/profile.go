@@ -53,6 +53,18 @@ type profile struct {
 	// alignImage: emit_align pads to the image address (6.1 writes the image in place); 6.12
 	// writes a kvmalloc'd buffer at least 16-aligned, so the offset alone decides.
 	alignImage bool
+	// jmpMode: CONFIG_DYNAMIC_FTRACE_WITH_JMP (btfmodel.CapX86JmpMode): a trampoline that
+	// calls the original is entered by jmp; DeriveFlags leaves SKIP_FRAME out then.
+	jmpMode bool
+	// progNop: each program block starts with a NOP5 and the ip_after_call NOP5 is gone
+	// (btfmodel.CapX86ProgNop).
+	progNop bool
+}
+
+// useJmp is bpf_trampoline_use_jmp: the original is called and no frame is skipped, which in
+// a jmp-mode kernel means the trampoline was entered by jmp.
+func (p *profile) useJmp(flags jit.Flags) bool {
+	return p.jmpMode && flags&jit.FlagCallOrig != 0 && flags&jit.FlagSkipFrame == 0
 }
 
 // profiles is the JIT's own switches per modelled kernel; the argument limits come from
@@ -65,6 +77,10 @@ var profiles = map[btfmodel.Kernel]profile{
 		kernel: btfmodel.Kernel612, rbxInFrame: true, sxImm64: true, nopMax: 11, callDepth: true,
 		sls: true,
 	},
+	btfmodel.Kernel72: {
+		kernel: btfmodel.Kernel72, rbxInFrame: true, sxImm64: true, nopMax: 11, callDepth: true,
+		sls: true,
+	},
 }
 
 func profileFor(k btfmodel.Kernel) (*profile, error) {
@@ -74,6 +90,8 @@ func profileFor(k btfmodel.Kernel) (*profile, error) {
 	}
 	p.lim = btfmodel.LimitsFor(btfmodel.AMD64, k)
 	p.ibt = k.Has(btfmodel.CapX86KernelIBT)
+	p.jmpMode = k.Has(btfmodel.CapX86JmpMode)
+	p.progNop = k.Has(btfmodel.CapX86ProgNop)
 	return &p, nil
 }
 

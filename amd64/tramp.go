@@ -48,7 +48,7 @@ func (Backend) Generate(t *jit.Tramp) (*jit.Image, error) {
 	}
 	n := len(t.Fentry) + len(t.ModRet) + len(t.Fexit)
 	g := gen{t: t, p: p, f: p.feats(t.Features, t.Flags), sec: -1}
-	if err := g.l.compute(t.Model, t.Flags, p); err != nil {
+	if err := g.l.compute(t.Model, t.Flags, p, t.CookieSlots); err != nil {
 		return nil, err
 	}
 	if n <= smallProgs {
@@ -121,9 +121,13 @@ func (g *gen) emit() error {
 			return err
 		}
 	}
+	if t.Fsessions > 0 {
+		g.sessionStart()
+	}
 
 	for i := range t.Fentry {
 		g.open(secName(jit.SecProg, 0, t.Fentry[i].Index))
+		g.cookieMeta(&t.Fentry[i], false)
 		if err := g.invokeProg(&t.Fentry[i], flags&jit.FlagRetFentryRet != 0); err != nil {
 			return err
 		}
@@ -164,9 +168,14 @@ func (g *gen) emit() error {
 			a.patchJNE(b, a.off())
 		}
 	}
+	if t.Fsessions > 0 {
+		g.open(jit.SecIsReturn)
+		g.storeMeta(jit.FuncMeta(l.NrRegs, 0, true))
+	}
 
 	for i := range t.Fexit {
 		g.open(secName(jit.SecFexit, 2, t.Fexit[i].Index))
+		g.cookieMeta(&t.Fexit[i], true)
 		if err := g.invokeProg(&t.Fexit[i], false); err != nil {
 			return err
 		}
@@ -204,10 +213,14 @@ func (g *gen) emit() error {
 	return g.emitReturn()
 }
 
-// invokeProg emits one program's run (invoke_bpf_prog): cookie into the run context,
-// enter helper, the program unless enter said skip, exit helper.
+// invokeProg emits one program's run (invoke_bpf_prog): the skip NOP where the profile has
+// one, cookie into the run context, enter helper, the program unless enter said skip, exit
+// helper.
 func (g *gen) invokeProg(r *jit.ProgRef, saveRet bool) error {
 	a, l := &g.a, &g.l
+	if g.p.progNop {
+		a.nops(patchLen, g.p.nopMax)
+	}
 	runCtx := int32(-l.RunCtxOff)
 	g.movImm(RDI, uint64(r.Cookie), "")
 	a.store(runCtx, RDI)
@@ -239,7 +252,8 @@ func (g *gen) invokeProg(r *jit.ProgRef, saveRet bool) error {
 }
 
 // callOrig reloads the arguments and calls the traced function's body, then stashes its
-// return value and leaves the NOP5 that im->ip_after_call points at.
+// return value and, before per-program skip NOPs, leaves the NOP5 that im->ip_after_call
+// points at.
 func (g *gen) callOrig() error {
 	t, a, l := g.t, &g.a, &g.l
 	g.open(jit.SecCallOrig)
@@ -259,16 +273,18 @@ func (g *gen) callOrig() error {
 	}
 	g.open(jit.SecRetval)
 	a.store(-8, RAX)
-	a.nops(patchLen, g.p.nopMax) // im->ip_after_call
+	if !g.p.progNop {
+		a.nops(patchLen, g.p.nopMax) // im->ip_after_call
+	}
 	return nil
 }
 
-// origCall is the original call's target. With SKIP_FRAME it is just past the patched call:
-// func_addr, plus 4 if the function starts with ENDBR (or its poison), plus 5.
+// origCall is the original call's target. With SKIP_FRAME, or entered by jmp, it is just past
+// the patch site: func_addr, plus 4 if the function starts with ENDBR (or its poison), plus 5.
 func (g *gen) origCall() uint64 {
 	t := g.t
 	switch {
-	case t.Flags&jit.FlagSkipFrame == 0:
+	case t.Flags&jit.FlagSkipFrame == 0 && !g.p.useJmp(t.Flags):
 		return t.Func
 	case t.IP != 0:
 		return t.IP + patchLen
@@ -291,7 +307,7 @@ func (g *gen) saveArgs(off int, forCall bool) {
 				if loc.Stack+j == 0 {
 					first = off
 				}
-				a.load(RAX, int32(0x18+8*(loc.Stack+j)))
+				a.load(RAX, int32(l.StackArgsOff+8*(loc.Stack+j)))
 				a.store(int32(-off), RAX)
 				off -= 8
 			}

@@ -7,6 +7,8 @@ const (
 	SecNrArgs     = "nr_args"
 	SecIP         = "ip"
 	SecTrampEnter = "tramp_enter"
+	SecSession    = "fsession setup" // cookie slots and the return value zeroed
+	SecIsReturn   = "is_return"      // func_meta with is_return, before the fexit blocks
 	SecCallOrig   = "call original"
 	SecRetval     = "retval stash"
 	SecTrampExit  = "tramp_exit"
