@@ -135,9 +135,32 @@ func ADDI(is64 bool, rd, rn Reg, imm int) uint32 { return addSubImm(false, is64,
 // SUBI is SUB (immediate); rd and rn may be SP.
 func SUBI(is64 bool, rd, rn Reg, imm int) uint32 { return addSubImm(true, is64, rd, rn, imm) }
 
-// MOV is the kernel's A64_MOV(1, rd, rn): ADD rd, rn, #0, never ORR, so it works
-// with SP and disassembles as "mov" only when SP is involved.
+// MOV is the kernel's A64_MOV(1, rd, rn) up to 6.12: ADD rd, rn, #0, never ORR, so it
+// works with SP and disassembles as "mov" only when SP is involved.
 func MOV(rd, rn Reg) uint32 { return ADDI(true, rd, rn, 0) }
+
+// MOVR is the 64-bit register move as ORR rd, xzr, rm ("mov xd, xm"); register 31 is
+// XZR here, so a move to or from SP must stay MOV.
+func MOVR(rd, rm Reg) uint32 { return 0xAA0003E0 | reg(rm)<<16 | reg(rd) }
+
+// ubfm is the 64-bit UBFM rd, rn, #immr, #imms, the base of LSL/LSR (immediate).
+func ubfm(rd, rn Reg, immr, imms int) uint32 {
+	if immr < 0 || immr > 63 || imms < 0 || imms > 63 {
+		return Fault
+	}
+	return 0xD3400000 | uint32(immr)<<16 | uint32(imms)<<10 | reg(rn)<<5 | reg(rd)
+}
+
+// LSL rd, rn, #shift (64-bit, 0..63): UBFM rd, rn, #(-shift mod 64), #(63-shift).
+func LSL(rd, rn Reg, shift int) uint32 {
+	if shift < 0 || shift > 63 {
+		return Fault
+	}
+	return ubfm(rd, rn, (64-shift)&63, 63-shift)
+}
+
+// LSR rd, rn, #shift (64-bit, 0..63): UBFM rd, rn, #shift, #63.
+func LSR(rd, rn Reg, shift int) uint32 { return ubfm(rd, rn, shift, 63) }
 
 // ldst64 is a 64-bit LDR/STR with a scaled unsigned 12-bit offset.
 func ldst64(load bool, rt, rn Reg, off int) uint32 {

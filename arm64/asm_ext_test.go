@@ -87,6 +87,16 @@ func encCases() []encCase {
 	add(MOV(X20, X0), "add x20, x0, #0")
 	add(MOV(LR, X9), "add x30, x9, #0")
 	add(MOV(X10, LR), "add x10, x30, #0")
+	for _, r := range [][2]Reg{{X0, X19}, {X20, X0}, {X1, X20}, {LR, X9}, {X10, LR}, {X19, X0}} {
+		add(MOVR(r[0], r[1]), "mov x%d, x%d", r[0], r[1])
+	}
+	// Shifts by immediate (the masking of a stack argument's last slot).
+	for _, sh := range []int{0, 1, 8, 16, 24, 32, 40, 48, 56, 63} {
+		add(LSL(X10, X10, sh), "lsl x10, x10, #%d", sh)
+		add(LSR(X10, X10, sh), "lsr x10, x10, #%d", sh)
+		add(LSL(X0, X19, sh), "lsl x0, x19, #%d", sh)
+		add(LSR(LR, X1, sh), "lsr x30, x1, #%d", sh)
+	}
 	// 64-bit LDR/STR, unsigned scaled offsets up to 8*4095.
 	for _, off := range []int{0, 8, 16, 72, 128, 4096, 32752, 32760} {
 		add(STR(X10, SP, off), "str x10, [sp, #%d]", off)
@@ -187,6 +197,9 @@ func TestEncoderRejects(t *testing.T) {
 		"cbnz -1M-4":           CBNZ(true, X0, -(1<<20)-4),
 		"cbz unaligned":        CBZ(true, X0, 6),
 		"b.cond bad condition": BCond(Cond(15), 8),
+		"lsl 64":               LSL(X10, X10, 64),
+		"lsr 64":               LSR(X10, X10, 64),
+		"lsl -1":               LSL(X10, X10, -1),
 	}
 	for name, w := range bad {
 		if w != Fault {

@@ -14,14 +14,21 @@ import (
 //	[sp+StackSize]    S-16, patched fn LR (x30)   frame 2, RetAddr = StackSize+8
 //	[sp+Regs]         x19, x20 (then padding to 16)
 //	[sp+Retval]       return value (save_ret only)
-//	[sp+Args]         x0..x(NRegs-1); the BPF ctx points here
-//	[sp+NRegsOff]     register count (ctx[-1])
+//	[sp+Args]         x0..x(NRegs-1), then the stack arguments' copies; the BPF ctx
+//	[sp+NRegsOff]     argument slot count (ctx[-1], func_meta)
 //	[sp+IP]           func_addr (IP_ARG only, ctx[-2])
 //	[sp+RunCtx]       struct bpf_tramp_run_ctx: cookie, saved run_ctx
+//	[sp+0]            outgoing stack arguments for the original (CALL_ORIG only)
 type StackLayout struct {
-	NRegs     int  // argument registers saved, also the count slot's value
+	NRegs int // argument registers saved
+	// NArgs is the argument slots, registers then stack (the count slot's value).
+	NArgs int
+	// StackMask is, per stack-passed slot, how many high bits its copy for BPF clears:
+	// the unused bytes of an argument's last slot (0: the slot is used whole).
+	StackMask []int
 	HasIP     bool // IP_ARG: the IP slot is reserved
 	SaveRet   bool // CALL_ORIG or RET_FENTRY_RET: the retval slot is reserved
+	OArgs     int  // outgoing stack arguments; RunCtx-OArgs bytes are reserved
 	RunCtx    int
 	IP        int // equals NRegsOff when the slot is not reserved, as in the kernel
 	NRegsOff  int
@@ -32,6 +39,10 @@ type StackLayout struct {
 	RetAddr   int // frame 2's saved x30: the traced function's body
 }
 
+// StackArgBase is where the caller's stack arguments start, from x29 after the two frame
+// records (tracing trampolines; 16 with struct_ops' single frame).
+const StackArgBase = 32
+
 // runCtxSize is sizeof(struct bpf_tramp_run_ctx) rounded to 8: the cookie and the
 // saved run_ctx pointer (struct bpf_run_ctx is empty).
 const runCtxSize = 16
@@ -41,45 +52,82 @@ func SaveRet(flags jit.Flags) bool {
 	return flags&(jit.FlagCallOrig|jit.FlagRetFentryRet) != 0
 }
 
-// ArgRegs is the number of argument registers the trampoline saves for m. With struct arguments it
-// counts registers (btf_func_model_nregs: a struct of 9..16 bytes takes two) and
-// refuses more than 8; without (6.1) it counts arguments and refuses struct arguments.
+// ArgRegs is the number of argument slots the trampoline saves for m. With struct arguments it
+// counts slots (btf_func_model_nregs: a struct of 9..16 bytes takes two); without (6.1) it
+// counts arguments and refuses struct arguments. Beyond Limits.MaxRegSlots is -ENOTSUPP.
 func ArgRegs(p Profile, m *btfmodel.FuncModel) (int, error) {
+	n, _, err := argSlots(p, m)
+	return n, err
+}
+
+// argSlots splits m's arguments between x0..x7 and the stack as calc_arg_aux does (AAPCS64):
+// an argument goes in registers while its slots fit; the first one that does not, and every
+// later one, is on the stack. It returns the slot count and the stack slots' masks.
+func argSlots(p Profile, m *btfmodel.FuncModel) (int, []int, error) {
 	n := m.NrArgs()
 	if !p.Limits.StructArgs {
 		if n > p.Limits.ArgRegs {
-			return 0, reject(jit.ENOTSUPP, fmt.Sprintf("%s has %d arguments, the %s arm64 trampoline passes at most %d", m.Name, n, p.Kernel, p.Limits.ArgRegs))
+			return 0, nil, reject(jit.ENOTSUPP, fmt.Sprintf("%s has %d arguments, the %s arm64 trampoline passes at most %d", m.Name, n, p.Kernel, p.Limits.ArgRegs))
 		}
 		if m.HasStructArg() {
-			return 0, reject(jit.ENOTSUPP, fmt.Sprintf("%s takes a struct by value, which the %s arm64 trampoline does not support", m.Name, p.Kernel))
+			return 0, nil, reject(jit.ENOTSUPP, fmt.Sprintf("%s takes a struct by value, which the %s arm64 trampoline does not support", m.Name, p.Kernel))
 		}
-		return n, nil
+		return n, nil, nil
 	}
+	nregs, slots := 0, 0
+	var stack []int
 	for _, a := range m.Args {
+		k := 1
 		if a.Flags&btfmodel.StructArg != 0 {
-			n += (a.Size+7)/8 - 1
+			k = (a.Size + 7) / 8
+		}
+		slots += k
+		if stack == nil && nregs+k <= p.Limits.ArgRegs {
+			nregs += k
+			continue
+		}
+		if !p.Limits.StackArgs {
+			stack = append(stack, 0) // refused below
+			continue
+		}
+		for i := 0; i < k; i++ {
+			mask := 0
+			if i == k-1 && a.Size%8 != 0 {
+				mask = 64 - 8*(a.Size%8)
+			}
+			stack = append(stack, mask)
 		}
 	}
-	if n > p.Limits.MaxRegSlots {
-		return 0, reject(jit.ENOTSUPP, fmt.Sprintf("%s needs %d argument registers, the %s arm64 trampoline saves at most %d (no stack arguments before 6.16)", m.Name, n, p.Kernel, p.Limits.MaxRegSlots))
+	if slots > p.Limits.MaxRegSlots {
+		if p.Limits.StackArgs {
+			return 0, nil, reject(jit.ENOTSUPP, fmt.Sprintf("%s needs %d argument slots, the %s arm64 trampoline takes at most %d (MAX_BPF_FUNC_ARGS)", m.Name, slots, p.Kernel, p.Limits.MaxRegSlots))
+		}
+		return 0, nil, reject(jit.ENOTSUPP, fmt.Sprintf("%s needs %d argument registers, the %s arm64 trampoline saves at most %d (no stack arguments before 6.16)", m.Name, slots, p.Kernel, p.Limits.MaxRegSlots))
 	}
-	return n, nil
+	return slots, stack, nil
 }
 
 // Layout computes the frame for m under flags.
 func Layout(p Profile, m *btfmodel.FuncModel, flags jit.Flags) (StackLayout, error) {
-	n, err := ArgRegs(p, m)
+	n, stack, err := argSlots(p, m)
 	if err != nil {
 		return StackLayout{}, err
 	}
-	return layoutFor(n, flags), nil
+	l := layoutFor(n-len(stack), len(stack), flags)
+	l.StackMask = stack
+	return l, nil
 }
 
 // layoutFor builds the frame from low addresses up, in the order the verifier's
-// inlined helpers rely on (ip at ctx[-2], count at ctx[-1], retval at ctx[nregs]).
-func layoutFor(nregs int, flags jit.Flags) StackLayout {
-	l := StackLayout{NRegs: nregs, HasIP: flags&jit.FlagIPArg != 0, SaveRet: SaveRet(flags)}
-	off := runCtxSize
+// inlined helpers rely on (ip at ctx[-2], count at ctx[-1], retval at ctx[nargs]).
+func layoutFor(nregs, nstack int, flags jit.Flags) StackLayout {
+	l := StackLayout{NRegs: nregs, NArgs: nregs + nstack, HasIP: flags&jit.FlagIPArg != 0, SaveRet: SaveRet(flags)}
+	off := 0
+	if flags&jit.FlagCallOrig != 0 {
+		off += 8 * nstack // the original reads its stack arguments at sp
+	}
+	l.RunCtx = off
+	off += runCtxSize
 	l.IP = off
 	if l.HasIP {
 		off += 8
@@ -87,7 +135,7 @@ func layoutFor(nregs int, flags jit.Flags) StackLayout {
 	l.NRegsOff = off
 	off += 8
 	l.Args = off
-	off += 8 * nregs
+	off += 8 * l.NArgs
 	l.Retval = off
 	if l.SaveRet {
 		off += 8
@@ -99,5 +147,8 @@ func layoutFor(nregs int, flags jit.Flags) StackLayout {
 	return l
 }
 
-// ArgOff is the slot of argument register i.
+// ArgOff is the slot of argument slot i (a register's, then a stack argument's copy).
 func (l StackLayout) ArgOff(i int) int { return l.Args + 8*i }
+
+// NStack is the number of stack-passed argument slots.
+func (l StackLayout) NStack() int { return len(l.StackMask) }

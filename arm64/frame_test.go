@@ -1,6 +1,7 @@
 package arm64
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/trampjit/trampjit/btfmodel"
@@ -77,6 +78,40 @@ func TestStructArgRegs(t *testing.T) {
 		n, err := ArgRegs(p, &btfmodel.FuncModel{Name: "f", Args: c.args})
 		if err != nil || n != c.want {
 			t.Errorf("%d args: got %d, %v; want %d", len(c.args), n, err, c.want)
+		}
+	}
+}
+
+// TestLayoutStackArgs72: the 7.2 frames with stack-passed arguments, offsets read from the
+// captured images (7.2-arm64 corpus): the outgoing copy at sp+0 only when the original is
+// called, the count is every slot, and only an argument's last slot with unused bytes is masked.
+func TestLayoutStackArgs72(t *testing.T) {
+	p, err := ProfileFor(btfmodel.Kernel72)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u32 := btfmodel.Arg{Name: "w", TypeName: "u32", Size: 4}
+	sk := append(u64Args(8), u32)                                                   // __bpf_sk_lookup: 9th is int sdif
+	logAttr := append(u64Args(5), structArg(16), u64Args(1)[0], structArg(16), u32) // bpf_log_attr_init
+	for _, c := range []struct {
+		id    string
+		args  []btfmodel.Arg
+		flags jit.Flags
+		want  string
+	}{
+		{"__bpf_sk_lookup-fexit", sk, jit.FlagCallOrig | jit.FlagSkipFrame,
+			"regs 8 slots 9 mask [32] runctx 8 count 24 args 32 retval 104 x19 112 stack 128"},
+		{"bpf_log_attr_init-fentry", logAttr, jit.FlagRestoreRegs,
+			"regs 8 slots 11 mask [0 0 32] runctx 0 count 16 args 24 retval 112 x19 112 stack 128"},
+	} {
+		l, err := Layout(p, &btfmodel.FuncModel{Name: c.id, Args: c.args}, c.flags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := fmt.Sprintf("regs %d slots %d mask %v runctx %d count %d args %d retval %d x19 %d stack %d",
+			l.NRegs, l.NArgs, l.StackMask, l.RunCtx, l.NRegsOff, l.Args, l.Retval, l.Regs, l.StackSize)
+		if got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.id, got, c.want)
 		}
 	}
 }

@@ -7,7 +7,8 @@ import (
 )
 
 // Profile is what differs in arm64 prepare_trampoline between the modelled kernels
-// (arch/arm64/net/bpf_jit_comp.c of Debian's 6.1.176 against 6.12.117; docs/kernel-facts.md).
+// (arch/arm64/net/bpf_jit_comp.c of Debian's 6.1.176, 6.12.117 and 7.2.13; docs/kernel-facts.md,
+// docs/kernel-7.2-captured.md).
 type Profile struct {
 	Kernel btfmodel.Kernel
 
@@ -26,6 +27,16 @@ type Profile struct {
 	// PackAlloc: the image is a bpf_prog_pack chunk sized by a separate sizing pass,
 	// over PAGE_SIZE is -E2BIG (6.12); 6.1 writes into a whole page, -EFBIG.
 	PackAlloc bool
+	// MovORR: A64_MOV between general registers is ORR ("mov xd, xn"); moves to or
+	// from sp stay ADD #0 (7.2; 6.12 uses ADD #0 for every move).
+	MovORR bool
+	// FuncMeta: the count slot is func_meta, written by store_func_meta with
+	// emit_a64_mov_i64, so a count below 2^32 is movz w10 (7.2; 6.12: movz x10).
+	FuncMeta bool
+	// ProgSkipNop: each program block starts with a NOP that detaching patches into a
+	// branch past the block (bpf_tramp_image_add_skip), and the call-original block has
+	// no ip_after_call NOP (7.2).
+	ProgSkipNop bool
 
 	// Limits are the argument and target limits (btfmodel.LimitsFor): struct arguments
 	// (6.5+; 6.1 refuses any STRUCT_ARG with -ENOTSUPP), kernel-function targets (ftrace
@@ -48,6 +59,19 @@ var profiles = map[btfmodel.Kernel]Profile{
 		RetToOrig:          true,
 		MovX20FirstThenCBZ: true,
 		PackAlloc:          true,
+	},
+	// 7.2 as Debian ships it (7.2.13, captured): 6.12's switches plus the orr moves, the
+	// func_meta count store and the per-program skip NOP; stack arguments come from Limits.
+	btfmodel.Kernel72: {
+		Kernel:             btfmodel.Kernel72,
+		DirectCalls:        true,
+		IMMovImm64:         true,
+		RetToOrig:          true,
+		MovX20FirstThenCBZ: true,
+		PackAlloc:          true,
+		MovORR:             true,
+		FuncMeta:           true,
+		ProgSkipNop:        true,
 	},
 }
 

@@ -155,8 +155,8 @@ func (g *gen) run(sizing bool) []uint32 {
 	if t.Features.IBT {
 		g.emit(BTIJC) // reached by bl, br (ftrace_caller, PLT) or blr
 	}
-	g.emit(PUSH(FP, X9), MOV(FP, SP)) // frame 1: x9 = parent LR
-	g.emit(PUSH(FP, LR), MOV(FP, SP)) // frame 2: x30 = patched function
+	g.emit(PUSH(FP, X9), g.mov(FP, SP)) // frame 1: x9 = parent LR
+	g.emit(PUSH(FP, LR), g.mov(FP, SP)) // frame 2: x30 = patched function
 	g.emit(SUBI(true, SP, SP, l.StackSize))
 
 	if l.HasIP {
@@ -165,10 +165,22 @@ func (g *gen) run(sizing bool) []uint32 {
 		g.emit(STR(TMP, SP, l.IP))
 	}
 	g.open(jit.SecNrArgs)
-	g.emit(MOVZ(true, TMP, uint16(l.NRegs), 0), STR(TMP, SP, l.NRegsOff))
+	if g.p.FuncMeta {
+		g.code = AppendMovImm64(g.code, TMP, uint64(l.NArgs)) // store_func_meta
+	} else {
+		g.emit(MOVZ(true, TMP, uint16(l.NArgs), 0))
+	}
+	g.emit(STR(TMP, SP, l.NRegsOff))
 	g.open(jit.SecArgSpill)
 	for i := 0; i < l.NRegs; i++ {
 		g.emit(STR(Reg(i), SP, l.ArgOff(i)))
+	}
+	for k, mask := range l.StackMask { // the BPF copy: the last slot's unused bytes cleared
+		g.emit(LDR(TMP, FP, StackArgBase+8*k))
+		if mask != 0 {
+			g.emit(LSL(TMP, TMP, mask), LSR(TMP, TMP, mask))
+		}
+		g.emit(STR(TMP, SP, l.ArgOff(l.NRegs+k)))
 	}
 	g.emit(STR(X19, SP, l.Regs), STR(X20, SP, l.Regs+8)) // callee-saved, used below
 
@@ -199,6 +211,9 @@ func (g *gen) run(sizing bool) []uint32 {
 		for i := 0; i < l.NRegs; i++ {
 			g.emit(LDR(Reg(i), SP, l.ArgOff(i)))
 		}
+		for k := range l.StackMask { // the original's own copy, as the caller passed it
+			g.emit(LDR(TMP, FP, StackArgBase+8*k), STR(TMP, SP, l.OArgs+8*k))
+		}
 		g.emit(LDR(TMP, SP, l.RetAddr))
 		if g.p.RetToOrig {
 			g.emit(ADR(LR, 8), RET(TMP)) // ret, not blr: no BTI landing pad at R
@@ -207,7 +222,9 @@ func (g *gen) run(sizing bool) []uint32 {
 		}
 		g.open(jit.SecRetval)
 		g.emit(STR(X0, SP, l.Retval))
-		g.emit(NOP) // im->ip_after_call, patched to b ip_epilogue on teardown
+		if !g.p.ProgSkipNop {
+			g.emit(NOP) // im->ip_after_call, patched to b ip_epilogue on teardown
+		}
 	}
 	if !sizing {
 		for _, b := range fix {
@@ -235,11 +252,11 @@ func (g *gen) run(sizing bool) []uint32 {
 	if l.SaveRet {
 		g.emit(LDR(X0, SP, l.Retval))
 	}
-	g.emit(MOV(SP, FP), POP(FP, LR), POP(FP, X9))
+	g.emit(g.mov(SP, FP), POP(FP, LR), POP(FP, X9))
 	if f&jit.FlagSkipFrame != 0 {
-		g.emit(MOV(LR, X9), RET(X9)) // straight back to the parent
+		g.emit(g.mov(LR, X9), RET(X9)) // straight back to the parent
 	} else {
-		g.emit(MOV(TMP, LR), MOV(LR, X9), RET(TMP)) // into the patched function
+		g.emit(g.mov(TMP, LR), g.mov(LR, X9), RET(TMP)) // into the patched function
 	}
 	g.open("")
 	return g.code
@@ -249,6 +266,9 @@ func (g *gen) run(sizing bool) []uint32 {
 // returned 0, exit.
 func (g *gen) invoke(pr jit.ProgRef, saveRet bool) {
 	l := g.l
+	if g.p.ProgSkipNop {
+		g.emit(NOP) // patched to skip this block once the program is detached
+	}
 	if pr.Cookie == 0 {
 		g.emit(STR(XZR, SP, l.RunCtx))
 	} else {
@@ -256,17 +276,17 @@ func (g *gen) invoke(pr jit.ProgRef, saveRet bool) {
 		g.emit(STR(TMP, SP, l.RunCtx))
 	}
 	g.addrMov(X19, pr.Addr, progSym(pr.Index, 0))
-	g.emit(MOV(X0, X19), ADDI(true, X1, SP, l.RunCtx))
+	g.emit(g.mov(X0, X19), ADDI(true, X1, SP, l.RunCtx))
 	enter, exit := jit.EnterExit(g.t.Kernel, pr.Prog) // helpers checked in prepare
 	g.call(g.t.Helpers[enter], enter)
 	var branch int
 	if g.p.MovX20FirstThenCBZ {
-		g.emit(MOV(X20, X0))
+		g.emit(g.mov(X20, X0))
 		branch = len(g.code)
 		g.emit(NOP)
 	} else {
 		branch = len(g.code)
-		g.emit(NOP, MOV(X20, X0))
+		g.emit(NOP, g.mov(X20, X0))
 	}
 	g.emit(ADDI(true, X0, SP, l.Args))
 	// open: programs are assumed JITed; the interpreter case (insnsi into x1)
@@ -278,7 +298,7 @@ func (g *gen) invoke(pr jit.ProgRef, saveRet bool) {
 	if !g.sizing {
 		g.code[branch] = CBZ(true, X0, int64(4*(len(g.code)-branch))) // skip to exit
 	}
-	g.emit(MOV(X0, X19), MOV(X1, X20), ADDI(true, X2, SP, l.RunCtx))
+	g.emit(g.mov(X0, X19), g.mov(X1, X20), ADDI(true, X2, SP, l.RunCtx))
 	g.call(g.t.Helpers[exit], exit)
 }
 
@@ -307,6 +327,14 @@ func (g *gen) call(target uint64, sym string) {
 	}
 	g.addrMov(TMP, target, sym)
 	g.emit(BLR(TMP))
+}
+
+// mov is A64_MOV(1, rd, rn): ORR where the profile has it and neither register is sp.
+func (g *gen) mov(rd, rn Reg) uint32 {
+	if g.p.MovORR && rd != SP && rn != SP {
+		return MOVR(rd, rn)
+	}
+	return MOV(rd, rn)
 }
 
 func (g *gen) addrMov(rd Reg, v uint64, sym string) {

@@ -1,0 +1,51 @@
+package arm64_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/trampjit/trampjit/kernel"
+)
+
+// corpus72 is the Debian 7.2.13 arm64 capture (docs/kernel-7.2-captured.md).
+const corpus72 = "../testdata/kernel/7.2-arm64"
+
+// Each 7.2 difference from 6.12, with the captured cases that show it: the generated image must
+// be the kernel's byte for byte, a refusal the kernel's.
+var findings72 = []struct {
+	name string
+	ids  []string
+}{
+	{"count stored with movz w10 (store_func_meta)", []string{"bpf_fentry_test2-fentry-fexit", "bpf_fentry_test1-fentry"}},
+	{"register moves are orr, sp moves add #0", []string{"bpf_fentry_test2-fentry-fexit", "bpf_fentry_test2-fentry"}},
+	{"a skip NOP per program block, none after the original call", []string{"bpf_fentry_test2-fexit3", "bpf_modify_return_test-fmod_ret-fexit", "bpf_fentry_test6-fentry2-fexit2"}},
+	{"9 to 12 arguments: stack arguments copied and masked", []string{"__bpf_sk_lookup-fexit", "__bpf_sk_lookup-fentry", "__ip_append_data-fexit-cookies", "tcp_v4_send_ack-fentry2-fexit2", "tcp_v4_send_ack-fentry-fexit-func-ip"}},
+	{"structs on the stack", []string{"aa_audit_file-fexit", "aa_audit_file-fentry", "bpf_log_attr_init-fentry-fexit-func-ip"}},
+	{"37 links fit, the 38th is E2BIG", []string{"bpf_fentry_test2-links-37-fentry", "bpf_fentry_test2-links-38-fentry"}},
+	{"35 fmod_ret + 1 fexit is more than a page", []string{"bpf_modify_return_test-links-36-fmod_ret"}},
+	{"more than 12 arguments refused at load", []string{"bpf_trace_run12-fentry"}},
+}
+
+func TestCorpus72Findings(t *testing.T) {
+	cases, err := kernel.ReadCorpus(filepath.Clean(corpus72))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]*kernel.CorpusCase{}
+	for i := range cases {
+		byID[cases[i].ID] = &cases[i]
+	}
+	for _, f := range findings72 {
+		t.Run(f.name, func(t *testing.T) {
+			for _, id := range f.ids {
+				c := byID[id]
+				if c == nil {
+					t.Fatalf("%s is not in %s", id, corpus72)
+				}
+				if d := kernel.Diff(c); d.Verdict != kernel.Match {
+					t.Errorf("%s: %s at %#x: model %s, kernel %s %s", id, d.Verdict, d.Offset, d.Model, d.Kernel, d.Note)
+				}
+			}
+		})
+	}
+}
