@@ -24,6 +24,10 @@ var findings72 = []struct {
 	{"37 links fit, the 38th is E2BIG", []string{"bpf_fentry_test2-links-37-fentry", "bpf_fentry_test2-links-38-fentry"}},
 	{"35 fmod_ret + 1 fexit is more than a page", []string{"bpf_modify_return_test-links-36-fmod_ret"}},
 	{"more than 12 arguments refused at load", []string{"bpf_trace_run12-fentry"}},
+	{"fsession: cookie slots and retval zeroed through one x10, func_meta with the cookie index", []string{"bpf_fentry_test2-fsession-cookie", "bpf_fentry_test2-fsession4-cookie3", "bpf_fentry_test2-fsession-cookie-nocookie", "bpf_fentry_test2-fsession-cookie-func-ip", "bpf_fentry_test2-fsession-bpf-cookie"}},
+	{"fsession: is_return stored where the fmod_ret cbnz lands", []string{"bpf_modify_return_test-fsession-cookie-fmod_ret-fexit", "bpf_modify_return_test-fentry-fmod_ret-fsession2"}},
+	{"fsession with stack arguments, LSM and plain programs", []string{"__bpf_sk_lookup-fsession-cookie", "tcp_v4_send_ack-fsession-fentry-fexit", "bpf_lsm_file_open-lsm-fsession", "bpf_fentry_test2-fsession"}},
+	{"fsession takes two links: 18 attach, the 19th is E2BIG", []string{"bpf_fentry_test2-links-18-fsession", "bpf_fentry_test2-links-19-fsession"}},
 }
 
 func TestCorpus72Findings(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 //	[sp+Args]         x0..x(NRegs-1), then the stack arguments' copies; the BPF ctx
 //	[sp+NRegsOff]     argument slot count (ctx[-1], func_meta)
 //	[sp+IP]           func_addr (IP_ARG only, ctx[-2])
+//	[sp+Cookies]      fsession cookie slots, one per program calling bpf_session_cookie
 //	[sp+RunCtx]       struct bpf_tramp_run_ctx: cookie, saved run_ctx
 //	[sp+0]            outgoing stack arguments for the original (CALL_ORIG only)
 type StackLayout struct {
@@ -30,6 +31,7 @@ type StackLayout struct {
 	SaveRet   bool // CALL_ORIG or RET_FENTRY_RET: the retval slot is reserved
 	OArgs     int  // outgoing stack arguments; RunCtx-OArgs bytes are reserved
 	RunCtx    int
+	Cookies   int // session-cookie slot 0; slot k at Cookies+8k
 	IP        int // equals NRegsOff when the slot is not reserved, as in the kernel
 	NRegsOff  int
 	Args      int
@@ -107,20 +109,20 @@ func argSlots(p Profile, m *btfmodel.FuncModel) (int, []int, error) {
 	return slots, stack, nil
 }
 
-// Layout computes the frame for m under flags.
-func Layout(p Profile, m *btfmodel.FuncModel, flags jit.Flags) (StackLayout, error) {
+// Layout computes the frame for m under flags, with cookies session-cookie slots.
+func Layout(p Profile, m *btfmodel.FuncModel, flags jit.Flags, cookies int) (StackLayout, error) {
 	n, stack, err := argSlots(p, m)
 	if err != nil {
 		return StackLayout{}, err
 	}
-	l := layoutFor(n-len(stack), len(stack), flags)
+	l := layoutFor(n-len(stack), len(stack), cookies, flags)
 	l.StackMask = stack
 	return l, nil
 }
 
 // layoutFor builds the frame from low addresses up, in the order the verifier's
 // inlined helpers rely on (ip at ctx[-2], count at ctx[-1], retval at ctx[nargs]).
-func layoutFor(nregs, nstack int, flags jit.Flags) StackLayout {
+func layoutFor(nregs, nstack, cookies int, flags jit.Flags) StackLayout {
 	l := StackLayout{NRegs: nregs, NArgs: nregs + nstack, HasIP: flags&jit.FlagIPArg != 0, SaveRet: SaveRet(flags)}
 	off := 0
 	if flags&jit.FlagCallOrig != 0 {
@@ -128,6 +130,8 @@ func layoutFor(nregs, nstack int, flags jit.Flags) StackLayout {
 	}
 	l.RunCtx = off
 	off += runCtxSize
+	l.Cookies = off
+	off += 8 * cookies
 	l.IP = off
 	if l.HasIP {
 		off += 8

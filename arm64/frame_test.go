@@ -37,7 +37,7 @@ func TestLayoutTable(t *testing.T) {
 			flags |= jit.FlagIPArg
 		}
 		for _, r := range tb.rows {
-			l, err := Layout(p, &btfmodel.FuncModel{Name: "f", Args: u64Args(r.n)}, flags)
+			l, err := Layout(p, &btfmodel.FuncModel{Name: "f", Args: u64Args(r.n)}, flags, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func TestLayoutStackArgs72(t *testing.T) {
 		{"bpf_log_attr_init-fentry", logAttr, jit.FlagRestoreRegs,
 			"regs 8 slots 11 mask [0 0 32] runctx 0 count 16 args 24 retval 112 x19 112 stack 128"},
 	} {
-		l, err := Layout(p, &btfmodel.FuncModel{Name: c.id, Args: c.args}, c.flags)
+		l, err := Layout(p, &btfmodel.FuncModel{Name: c.id, Args: c.args}, c.flags, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

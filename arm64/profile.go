@@ -37,6 +37,9 @@ type Profile struct {
 	// branch past the block (bpf_tramp_image_add_skip), and the call-original block has
 	// no ip_after_call NOP (7.2).
 	ProgSkipNop bool
+	// Fsession: the JIT emits fsession programs (bpf_jit_supports_fsession): cookie slots,
+	// their zeroing and the func_meta stores (7.2).
+	Fsession bool
 
 	// Limits are the argument and target limits (btfmodel.LimitsFor): struct arguments
 	// (6.5+; 6.1 refuses any STRUCT_ARG with -ENOTSUPP), kernel-function targets (ftrace
@@ -72,6 +75,7 @@ var profiles = map[btfmodel.Kernel]Profile{
 		MovORR:             true,
 		FuncMeta:           true,
 		ProgSkipNop:        true,
+		Fsession:           true,
 	},
 }
 

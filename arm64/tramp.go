@@ -103,7 +103,10 @@ func (b Backend) prepare(t *jit.Tramp) (*gen, error) {
 		return nil, reject(jit.E2BIG, fmt.Sprintf("%d programs on one trampoline, at most %d", n, p.Limits.MaxTrampLinks))
 	}
 	g := &gen{p: p, t: t}
-	if g.l, err = Layout(p, t.Model, t.Flags); err != nil {
+	if t.Fsessions > 0 && !p.Fsession {
+		return nil, reject(jit.ENOTSUPP, fmt.Sprintf("the %s arm64 JIT has no fsession support (bpf_jit_supports_fsession)", t.Kernel))
+	}
+	if g.l, err = Layout(p, t.Model, t.Flags, t.CookieSlots); err != nil {
 		return nil, err
 	}
 	for _, list := range [][]jit.ProgRef{t.Fentry, t.ModRet, t.Fexit} {
@@ -166,11 +169,10 @@ func (g *gen) run(sizing bool) []uint32 {
 	}
 	g.open(jit.SecNrArgs)
 	if g.p.FuncMeta {
-		g.code = AppendMovImm64(g.code, TMP, uint64(l.NArgs)) // store_func_meta
+		g.storeMeta(jit.FuncMeta(l.NArgs, 0, false))
 	} else {
-		g.emit(MOVZ(true, TMP, uint16(l.NArgs), 0))
+		g.emit(MOVZ(true, TMP, uint16(l.NArgs), 0), STR(TMP, SP, l.NRegsOff))
 	}
-	g.emit(STR(TMP, SP, l.NRegsOff))
 	g.open(jit.SecArgSpill)
 	for i := 0; i < l.NRegs; i++ {
 		g.emit(STR(Reg(i), SP, l.ArgOff(i)))
@@ -189,9 +191,14 @@ func (g *gen) run(sizing bool) []uint32 {
 		g.loadIM()
 		g.call(g.trampEnter, jit.HelperTrampEnter)
 	}
-	for _, pr := range t.Fentry {
+	if t.Fsessions > 0 {
+		g.sessionStart()
+	}
+	for i := range t.Fentry {
+		pr := &t.Fentry[i]
 		g.open(secName(pr.Index, 0))
-		g.invoke(pr, f&jit.FlagRetFentryRet != 0)
+		g.cookieMeta(pr, false)
+		g.invoke(*pr, f&jit.FlagRetFentryRet != 0)
 	}
 
 	var fix []int // invoke_bpf_mod_ret's branches, patched to cbnz below
@@ -232,9 +239,15 @@ func (g *gen) run(sizing bool) []uint32 {
 		}
 	}
 
-	for _, pr := range t.Fexit {
+	if t.Fsessions > 0 {
+		g.open(jit.SecIsReturn) // where the fmod_ret cbnz lands
+		g.storeMeta(jit.FuncMeta(l.NArgs, 0, true))
+	}
+	for i := range t.Fexit {
+		pr := &t.Fexit[i]
 		g.open(secName(pr.Index, 2))
-		g.invoke(pr, false)
+		g.cookieMeta(pr, true)
+		g.invoke(*pr, false)
 	}
 	if f&jit.FlagCallOrig != 0 {
 		g.open(jit.SecTrampExit) // im->ip_epilogue
