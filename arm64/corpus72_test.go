@@ -53,3 +53,26 @@ func TestCorpus72Findings(t *testing.T) {
 		})
 	}
 }
+
+// bpf_trace_run11 is not ftrace-managed: the kernel falls back to bpf_arch_text_poke, which on
+// arm64 patches only BPF text and answers -ENOTSUPP (x86_64: EBUSY). BTF does not say which
+// functions ftrace manages, so the diff counts it as a refusal the model cannot predict
+// rather than as a model that accepts what the kernel refused.
+func TestCorpus72NotFtraceManaged(t *testing.T) {
+	cases, err := kernel.ReadCorpus(corpus72)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cases {
+		if c := &cases[i]; c.ID == "bpf_trace_run11-fentry" {
+			if c.Errno != "ENOTSUPP" || c.Stage != "attach" {
+				t.Fatalf("%s: %s at %s, want ENOTSUPP at attach", c.ID, c.Errno, c.Stage)
+			}
+			if d := kernel.Diff(c); d.Verdict != kernel.Unmodelled {
+				t.Errorf("%s: %s (%s), want %s", c.ID, d.Verdict, d.Note, kernel.Unmodelled)
+			}
+			return
+		}
+	}
+	t.Fatal("bpf_trace_run11-fentry is not in the corpus")
+}

@@ -184,6 +184,12 @@ func diffRefusal(c *CorpusCase, r DiffResult, err error) DiffResult {
 		}
 		return r
 	}
+	if err == nil && c.Errno == "ENOTSUPP" && c.Stage == "attach" && c.Request.Arch == "arm64" {
+		// The same refusal on arm64: its bpf_arch_text_poke patches only BPF text, so a
+		// function ftrace does not manage is -ENOTSUPP (x86_64: EBUSY, above).
+		r.Verdict, r.Note = Unmodelled, "the kernel cannot patch this function (arm64 ENOTSUPP: not ftrace-managed, bpf_arch_text_poke patches only BPF text)"
+		return r
+	}
 	if err == nil {
 		r.Verdict, r.Note = ModelAccept, "kernel: "+firstOf(c.KernelMessage(), c.Errno, c.Error)
 		return r
