@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/jit"
 )
 
 // checker compares one call's observations with the expectation. It allocates only
@@ -111,17 +112,43 @@ func (c *checker) prog(e, o *event) {
 			c.add(CheckCtx, fmt.Sprintf("%s: ctx[%d] = %#x, expected %#x%s", name(), k, o.ctx[k], e.ctx[k], c.where(o)))
 		}
 	}
-	if o.nargs != e.nargs {
+	switch {
+	case !x.session && o.nargs != e.nargs:
 		c.add(CheckNrArgs, fmt.Sprintf("%s: ctx[-1] = %#x, expected %d%s", name(), o.nargs, e.nargs, c.where(o)))
+	case x.session:
+		c.session(e, o, name)
 	}
 	if x.ipArg && o.ip != x.fn {
 		c.add(CheckFuncIP, fmt.Sprintf("%s: ctx[-2] = %#x, expected func %#x%s", name(), o.ip, x.fn, c.where(o)))
 	}
-	if x.progs[e.prog].retSlot && o.ret != e.ret {
+	if e.hasRet && o.ret != e.ret {
 		c.add(CheckRetval, fmt.Sprintf("%s: ctx[%d] (return value) = %#x, expected %#x%s", name(), e.n, o.ret, e.ret, c.where(o)))
 	}
 	if o.cookie != e.cookie {
 		c.add(CheckHelperArgs, fmt.Sprintf("%s sees cookie %#x, expected %#x%s", name(), o.cookie, e.cookie, c.where(o)))
+	}
+}
+
+// session checks func_meta (ctx[-1] with an fsession program attached) and the session
+// cookie a cookie program finds in its slot.
+func (c *checker) session(e, o *event, name func() string) {
+	run := "entry"
+	if e.exit {
+		run = "exit"
+	}
+	if o.nargs&0xff != e.nargs&0xff {
+		c.add(CheckNrArgs, fmt.Sprintf("%s: func_meta (ctx[-1]) = %#x, nr_args %d, expected %d%s", name(), o.nargs, o.nargs&0xff, e.nargs&0xff, c.where(o)))
+	}
+	if o.nargs&^0xff != e.nargs&^0xff {
+		c.add(CheckSession, fmt.Sprintf("%s: func_meta (ctx[-1]) = %#x, expected %#x (is_return %v, cookie index %d)%s",
+			name(), o.nargs, e.nargs, e.nargs&metaIsReturn != 0, e.nargs>>metaIndexShift&0xff, c.where(o)))
+	}
+	if c.l.exp.progs[e.prog].kind == jit.Fsession && sessionCookie(c.l.req.Progs[e.prog]) && o.sess != e.sess {
+		want := "0 (zeroed after __bpf_tramp_enter)"
+		if e.exit {
+			want = fmt.Sprintf("%#x (what the entry run stored)", e.sess)
+		}
+		c.add(CheckSession, fmt.Sprintf("%s on %s: session cookie = %#x, expected %s%s", name(), run, o.sess, want, c.where(o)))
 	}
 }
 

@@ -190,7 +190,7 @@ func (h *Harness) prepare(req *jit.Request, m *btfmodel.FuncModel, addrs *jit.Ad
 	}
 	var nc *nativeCfg
 	if !o.Trace {
-		nc = &nativeCfg{nregs: nregs, ipArg: l.exp.ipArg, locs: l.locs}
+		nc = &nativeCfg{nregs: nregs, ipArg: l.exp.ipArg, locs: l.locs, sessIdx: l.exp.sessIdx}
 		for _, p := range l.exp.progs {
 			nc.retSlot = append(nc.retSlot, p.retSlot)
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/trampjit/trampjit/btfmodel"
 	uc "github.com/trampjit/trampjit/emu/unicorn"
+	"github.com/trampjit/trampjit/jit"
 )
 
 // The Go hooks sit on the first instruction of each stub and record what the trampoline
@@ -122,6 +123,19 @@ func (l *Loaded) progHook(idx int) {
 	e.ip, _ = l.h.word(ctx - 16)
 	e.ret, _ = l.h.word(ctx + 8*uint64(n))
 	e.cookie, _ = l.h.word(l.runCtx)
+	if l.req.Progs[idx].Kind == jit.Fsession {
+		// The second enter of the program in this call makes this its exit run.
+		enters := 0
+		for k := range l.ev {
+			if l.ev[k].kind == evEnter && l.ev[k].prog == idx {
+				enters++
+			}
+		}
+		e.exit = enters > 1
+	}
+	if l.exp.session && sessionCookie(l.req.Progs[idx]) {
+		e.sess = l.sessionRun(idx, ctx, e.nargs)
+	}
 	l.push(e)
 }
 

@@ -256,7 +256,8 @@ func pageRuns(ps []piece) [][2]uint64 {
 func (h *Harness) layOut(l *Loaded, nc *nativeCfg) ([]piece, map[string]int, []uint64, error) {
 	req, m, addrs, o, code := l.req, l.m, l.addrs, &l.opts, l.code
 	site := &siteSpec{fn: uint64(addrs.Func), ip: uint64(addrs.IP), image: l.image, progTarget: req.Target == "bpf",
-		ibt: req.Features.IBT, slots: l.locs, retSize: m.RetSize, constRet: o.TargetRet, clobber: o.Clobber}
+		ibt: req.Features.IBT, slots: l.locs, retSize: m.RetSize, constRet: o.TargetRet, clobber: o.Clobber,
+		jmp: jmpEntry(req, l.exp.flags)}
 	if site.ip == 0 {
 		site.ip = site.fn
 	}

@@ -27,11 +27,12 @@ const (
 	scriptBase  = 0x200000
 	scriptSize  = 0x10000
 	entrySize   = 160
-	entID       = 0  // the stub's identity
-	entPtr      = 8  // prog pointer, im
-	entVal      = 16 // enter: what to return; exit: the start it must get
-	entCookie   = 24 // run_ctx->bpf_cookie
-	entCtx      = 32 // ctx[-2] at entCtx, ctx[-1], ctx[0..n] after it
+	entID       = 0   // the stub's identity
+	entPtr      = 8   // prog pointer, im
+	entVal      = 16  // enter: what to return; exit: the start it must get
+	entCookie   = 24  // run_ctx->bpf_cookie
+	entCtx      = 32  // ctx[-2] at entCtx, ctx[-1], ctx[0..n] after it
+	entSess     = 152 // a session cookie program: its cookie slot's value (after ctx[12])
 	idProgBase  = 100
 	idOriginal  = 250
 	maxEventsNC = scriptSize / entrySize
@@ -46,6 +47,9 @@ type nativeCfg struct {
 	ipArg   bool
 	retSlot []bool // per attach index
 	locs    []slotLoc
+	// sessIdx is the cookie index of each program calling bpf_session_cookie: its stub
+	// checks the slot at ctx - 8*index against the script and stores its mark there.
+	sessIdx map[int]int
 }
 
 // buildScript writes the expectation as script entries; ids maps helper names to ids.
@@ -84,6 +88,7 @@ func buildScript(dst []byte, x *expectation, ids map[string]int) (int, error) {
 				put(ctxOff(k), e.ctx[k])
 			}
 			put(ctxOff(e.n), e.ret)
+			put(entSess, e.sess)
 		case evOrig:
 			for k := 0; k < e.n; k++ {
 				put(ctxOff(k), e.ctx[k])

@@ -45,6 +45,9 @@ type event struct {
 	nargs  uint64 // prog: ctx[-1]
 	ip     uint64 // prog: ctx[-2]
 	ret    uint64 // prog: ctx[n], the return value slot
+	hasRet bool   // expected prog: ctx[n] is checked (fexit, fmod_ret; fsession: zero on entry)
+	exit   bool   // expected prog: an fsession program's exit run
+	sess   uint64 // prog with a session cookie: its cookie slot as the program found it
 	from   uint64 // return address of the call
 }
 
@@ -70,11 +73,17 @@ type expectation struct {
 	fn      uint64
 	im      uint64
 	retSlot bool // the trampoline has a return value slot (CALL_ORIG or RET_FENTRY_RET)
+	session bool        // an fsession program is attached: ctx[-1] is func_meta
+	sessIdx map[int]int // cookie index of each bpf_session_cookie program
 }
 
-// listOf is the trampoline list a program joins (bpf_attach_type_to_tramp): LSM programs
-// modify the return value, unless the hook returns void.
+// listOf is the trampoline list a program joins first (bpf_attach_type_to_tramp): LSM
+// programs modify the return value, unless the hook returns void; an fsession program
+// joins the fentry list, and the fexit list too (emissionOrder).
 func listOf(k jit.Kind, m *btfmodel.FuncModel) jit.Kind {
+	if k == jit.Fsession {
+		return jit.Fentry
+	}
 	if k == jit.LSM {
 		if m.IsVoid() {
 			return jit.Fexit
@@ -84,14 +93,21 @@ func listOf(k jit.Kind, m *btfmodel.FuncModel) jit.Kind {
 	return k
 }
 
-// emissionOrder lists attach indexes as the trampoline runs them: fentry, fmod_ret,
-// fexit; within a list the newest link first (hlist head insertion).
-func emissionOrder(progs []jit.Prog, m *btfmodel.FuncModel) []int {
-	var out []int
+// block is one program block of the trampoline: an attach index and the list it runs in.
+type block struct {
+	prog int
+	list jit.Kind
+}
+
+// emissionOrder lists the blocks as the trampoline runs them: fentry, fmod_ret, fexit;
+// within a list the newest link first (hlist head insertion). An fsession program has a
+// block in the fentry list and one in the fexit list (its second tramp node).
+func emissionOrder(progs []jit.Prog, m *btfmodel.FuncModel) []block {
+	var out []block
 	for _, list := range []jit.Kind{jit.Fentry, jit.ModRet, jit.Fexit} {
 		for i := len(progs) - 1; i >= 0; i-- {
-			if listOf(progs[i].Kind, m) == list {
-				out = append(out, i)
+			if listOf(progs[i].Kind, m) == list || progs[i].Kind == jit.Fsession && list == jit.Fexit {
+				out = append(out, block{i, list})
 			}
 		}
 	}
@@ -106,15 +122,27 @@ func trampFlags(req *jit.Request, m *btfmodel.FuncModel) jit.Flags {
 	var f jit.Flags
 	calls := false
 	for _, p := range req.Progs {
-		calls = calls || listOf(p.Kind, m) != jit.Fentry
+		calls = calls || listOf(p.Kind, m) != jit.Fentry || p.Kind == jit.Fsession
 		if p.FuncIP {
 			f |= jit.FlagIPArg
 		}
 	}
-	if calls {
-		return f | jit.FlagCallOrig | jit.FlagSkipFrame
+	switch {
+	case !calls:
+		return f | jit.FlagRestoreRegs
+	case req.Arch == btfmodel.AMD64 && req.Kernel.Has(btfmodel.CapX86JmpMode):
+		// CONFIG_DYNAMIC_FTRACE_WITH_JMP: entered by a jump, there is no frame to skip.
+		return f | jit.FlagCallOrig
 	}
-	return f | jit.FlagRestoreRegs
+	return f | jit.FlagCallOrig | jit.FlagSkipFrame
+}
+
+// jmpEntry says whether the patch site jumps to the trampoline instead of calling it
+// (bpf_trampoline_use_jmp: CALL_ORIG without SKIP_FRAME, on a kernel with jmp mode), so
+// that the trampoline returns straight to the traced function's caller.
+func jmpEntry(req *jit.Request, f jit.Flags) bool {
+	return req.Arch == btfmodel.AMD64 && req.Kernel.Has(btfmodel.CapX86JmpMode) &&
+		f&jit.FlagCallOrig != 0 && f&jit.FlagSkipFrame == 0
 }
 
 // helperNames is the enter/exit pair a program runs under (bpf_trampoline_enter): the
@@ -132,25 +160,42 @@ func helperNames(p jit.Prog) (string, string) {
 	return "__bpf_prog_enter" + suffix, "__bpf_prog_exit" + suffix
 }
 
-// seenWords applies what the kernel does to argument words before anyone sees them: only
-// x86-64 clean_stack_garbage (CapX86CleanStack: 6.12, not 6.1), which zeroes the upper half
-// of a lone stack slot when the function's last argument is at most 4 bytes (even if that
-// is not the stack argument).
-func seenWords(req *jit.Request, m *btfmodel.FuncModel, args []uint64) []uint64 {
+// seenWords applies what the kernel does to argument words before anyone sees them, and
+// returns what the programs see and what an original the trampoline calls sees.
+// x86-64 clean_stack_garbage (CapX86CleanStack: 6.12, not 6.1) zeroes the upper half of a
+// lone stack slot when the function's last argument is at most 4 bytes (even if that is
+// not the stack argument), in the copy both see. arm64 with stack arguments
+// (CapArm64StackArgs) clears the unused high bytes of the last slot of a stack-passed
+// argument in the programs' copy only (lsl/lsr); the original gets the slots unmasked.
+func seenWords(req *jit.Request, m *btfmodel.FuncModel, args []uint64) (progs, orig []uint64) {
 	seen := append([]uint64(nil), args...)
-	if req.Arch != btfmodel.AMD64 || !req.Kernel.Has(btfmodel.CapX86CleanStack) || len(m.Args) == 0 {
-		return seen
+	if len(m.Args) == 0 {
+		return seen, seen
 	}
 	locs, nstack := placeSlots(req.Arch, m)
-	if nstack != 1 || m.Args[len(m.Args)-1].Size > 4 {
-		return seen
-	}
-	for k, l := range locs {
-		if l.reg < 0 {
-			seen[k] &= 0xffffffff
+	switch {
+	case req.Arch == btfmodel.AMD64 && req.Kernel.Has(btfmodel.CapX86CleanStack):
+		if nstack != 1 || m.Args[len(m.Args)-1].Size > 4 {
+			return seen, seen
 		}
+		for k, l := range locs {
+			if l.reg < 0 {
+				seen[k] &= 0xffffffff
+			}
+		}
+		return seen, seen
+	case req.Arch == btfmodel.ARM64 && req.Kernel.Has(btfmodel.CapArm64StackArgs):
+		k := 0
+		for _, a := range m.Args {
+			last := k + a.Slots() - 1
+			if locs[last].reg < 0 && a.Size%8 != 0 {
+				seen[last] = widen(seen[last], a.Size%8)
+			}
+			k = last + 1
+		}
+		return seen, append([]uint64(nil), args...)
 	}
-	return seen
+	return seen, seen
 }
 
 // expect computes the oracle's expectation. On a recursion miss exit gets start 0: both
@@ -162,14 +207,15 @@ func expect(req *jit.Request, m *btfmodel.FuncModel, a *jit.Addrs, o *Options) (
 		return nil, fmt.Errorf("%d argument words for %d register slots", len(o.Args), nregs)
 	}
 	flags := trampFlags(req, m)
-	x := &expectation{nregs: nregs, flags: flags, seen: seenWords(req, m, o.Args), fn: uint64(a.Func),
+	progSees, calledSees := seenWords(req, m, o.Args)
+	x := &expectation{nregs: nregs, flags: flags, seen: progSees, fn: uint64(a.Func),
 		im: uint64(a.IM), ipArg: flags&jit.FlagIPArg != 0,
 		retSlot: flags&(jit.FlagCallOrig|jit.FlagRetFentryRet) != 0}
 	x.progs = make([]expProg, len(req.Progs))
 	modIdx := map[int]int{} // attach index -> position among fmod_ret programs (attach order)
 	for i, p := range req.Progs {
 		l := listOf(p.Kind, m)
-		x.progs[i] = expProg{kind: p.Kind, cookie: uint64(p.Cookie), retSlot: l != jit.Fentry && x.retSlot}
+		x.progs[i] = expProg{kind: p.Kind, cookie: uint64(p.Cookie), retSlot: (l != jit.Fentry || p.Kind == jit.Fsession) && x.retSlot}
 		if l == jit.ModRet {
 			modIdx[i] = len(modIdx)
 		}
@@ -187,7 +233,7 @@ func expect(req *jit.Request, m *btfmodel.FuncModel, a *jit.Addrs, o *Options) (
 	// The original sees the trampoline's copy of the stack arguments when the trampoline
 	// calls it, the caller's own slots when the trampoline returns into it (fentry only).
 	callOrig := flags&jit.FlagCallOrig != 0
-	origSees := x.seen
+	origSees := calledSees
 	if !callOrig {
 		origSees = o.Args
 	}
@@ -198,14 +244,20 @@ func expect(req *jit.Request, m *btfmodel.FuncModel, a *jit.Addrs, o *Options) (
 	if callOrig {
 		x.events = append(x.events, event{kind: evTrampEnter, name: jit.HelperTrampEnter, prog: -1, ptr: x.im})
 	}
+	sm := newSessionMeta(req, nregs, x.ipArg)
+	x.session, x.sessIdx = sm.any, sm.index
+	entered := map[int]bool{} // fsession programs whose entry run ran (and stored a cookie)
 	var retval uint64
 	short, modStarted := false, false
-	for _, i := range emissionOrder(req.Progs, m) {
+	for _, b := range emissionOrder(req.Progs, m) {
+		i, l := b.prog, b.list
 		p := req.Progs[i]
-		l := listOf(p.Kind, m)
 		if l == jit.Fexit && !x.orig && callOrig && !short {
 			x.events = append(x.events, event{kind: evOrig, prog: -1})
 			x.orig, retval = true, body
+		}
+		if l == jit.Fexit {
+			sm.returning() // do_fexit: is_return, also after an fmod_ret short-circuit
 		}
 		if l == jit.ModRet {
 			if short {
@@ -215,20 +267,32 @@ func expect(req *jit.Request, m *btfmodel.FuncModel, a *jit.Addrs, o *Options) (
 				modStarted, retval = true, 0 // the first fmod_ret program sees a zeroed slot
 			}
 		}
+		exitRun := p.Kind == jit.Fsession && l == jit.Fexit
+		sm.before(i, p)
 		enter, exit := helperNames(p)
 		c := uint64(p.Cookie)
 		x.events = append(x.events, event{kind: evEnter, name: enter, prog: i, ptr: uint64(a.Progs[i].Prog), cookie: c})
 		if !miss[i] {
-			ev := event{kind: evProg, prog: i, ptr: uint64(a.Progs[i].BPFFunc), cookie: c, n: nregs, nargs: uint64(nregs), ret: retval}
+			ev := event{kind: evProg, prog: i, ptr: uint64(a.Progs[i].BPFFunc), cookie: c, n: nregs, nargs: sm.meta, ret: retval,
+				hasRet: x.progs[i].retSlot, exit: exitRun}
+			if p.Kind == jit.Fsession && !exitRun {
+				ev.ret = 0 // zeroed after __bpf_tramp_enter for fsession
+			}
+			if sm.cookie(p) && exitRun && entered[i] {
+				ev.sess = sessionMark(i)
+			}
 			if x.ipArg {
 				ev.ip = x.fn
 			}
 			copy(ev.ctx[:], x.seen)
 			x.events = append(x.events, ev)
-			x.progs[i].ran = true
-			x.progs[i].ctx = append([]uint64(nil), x.seen...)
-			if x.progs[i].retSlot {
-				x.progs[i].ctx = append(x.progs[i].ctx, retval)
+			if !exitRun {
+				entered[i] = true
+				x.progs[i].ran = true
+				x.progs[i].ctx = append([]uint64(nil), x.seen...)
+				if x.progs[i].retSlot && p.Kind != jit.Fsession {
+					x.progs[i].ctx = append(x.progs[i].ctx, retval)
+				}
 			}
 			switch {
 			case l == jit.ModRet:

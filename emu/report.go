@@ -77,6 +77,28 @@ type ProgReport struct {
 	// with IP_ARG only); not part of the JSON contract.
 	NArgs uint64 `json:"-"`
 	IP    uint64 `json:"-"`
+
+	// Session is an fsession program's two runs (Ran and Ctx above are the entry's); nil
+	// for other kinds.
+	Session *SessionReport `json:"session,omitempty"`
+}
+
+// SessionReport is what an fsession program saw on entry and on exit (nil: that run was
+// skipped by a recursion miss).
+type SessionReport struct {
+	Entry *SessionRun `json:"entry"`
+	Exit  *SessionRun `json:"exit"`
+}
+
+// SessionRun is one run of an fsession program.
+type SessionRun struct {
+	FuncMeta uint64 `json:"func_meta"` // ctx[-1]: nr_args | cookie index<<8 | is_return<<63
+	IsReturn bool   `json:"is_return"` // bpf_session_is_return
+	// Ctx are the argument slots, on exit with the return value slot after them.
+	Ctx []uint64 `json:"ctx"`
+	// Cookie is what a program calling bpf_session_cookie found in its slot: 0 on entry,
+	// and on exit what its entry run stored (the stub stores a marker).
+	Cookie *uint64 `json:"session_cookie,omitempty"`
 }
 
 // Check is one verdict of the oracle.
@@ -96,7 +118,8 @@ const (
 	CheckCtx         = "ctx"          // each program's argument slots
 	CheckNrArgs      = "nr_args"      // ctx[-1]
 	CheckFuncIP      = "func_ip"      // ctx[-2] with IP_ARG
-	CheckRetval      = "retval"       // ctx[nr_args] for fexit and fmod_ret
+	CheckRetval      = "retval"       // ctx[nr_args] for fexit and fmod_ret (fsession: 0 on entry)
+	CheckSession     = "session"      // fsession: func_meta's is_return and cookie index, session cookies
 	CheckOriginal    = "original"     // called iff it must be, with the arguments
 	CheckRet         = "ret"          // what the caller gets back
 	CheckCalleeSaved = "callee_saved" // callee-saved registers intact
@@ -105,7 +128,7 @@ const (
 )
 
 var checkOrder = []string{CheckRun, CheckMemory, CheckBudget, CheckOrder, CheckHelperArgs, CheckCtx,
-	CheckNrArgs, CheckFuncIP, CheckRetval, CheckOriginal, CheckRet, CheckCalleeSaved, CheckSP, CheckStackArgs}
+	CheckNrArgs, CheckFuncIP, CheckRetval, CheckSession, CheckOriginal, CheckRet, CheckCalleeSaved, CheckSP, CheckStackArgs}
 
 // Failed returns the checks that failed.
 func (r *Report) Failed() []Check {
@@ -143,6 +166,22 @@ func (r *Report) WriteText(w io.Writer) error {
 			ran = "yes"
 		}
 		fmt.Fprintf(&b, "%-5d %-9s %-4s %-19s %s\n", p.Index, p.Kind, ran, fmt.Sprintf("%#x", p.Cookie), hexList(p.Ctx))
+		if p.Session != nil {
+			for _, r := range []struct {
+				name string
+				run  *SessionRun
+			}{{"entry", p.Session.Entry}, {"exit", p.Session.Exit}} {
+				if r.run == nil {
+					fmt.Fprintf(&b, "      %-5s did not run\n", r.name)
+					continue
+				}
+				fmt.Fprintf(&b, "      %-5s func_meta %#x is_return %v", r.name, r.run.FuncMeta, r.run.IsReturn)
+				if r.run.Cookie != nil {
+					fmt.Fprintf(&b, " session_cookie %#x", *r.run.Cookie)
+				}
+				fmt.Fprintf(&b, " ctx %s\n", hexList(r.run.Ctx))
+			}
+		}
 	}
 	b.WriteString("\nCHECK         OK    DETAIL\n")
 	for _, c := range r.Checks {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	uc "github.com/trampjit/trampjit/emu/unicorn"
+	"github.com/trampjit/trampjit/jit"
 )
 
 // report turns a finished run into a Report: the checks of the first failing call (or
@@ -75,6 +76,9 @@ func (l *Loaded) programs(evs []event) []ProgReport {
 	out := make([]ProgReport, len(l.req.Progs))
 	for i, p := range l.req.Progs {
 		out[i] = ProgReport{Kind: string(p.Kind), Index: i, Ctx: []uint64{}}
+		if p.Kind == jit.Fsession {
+			out[i].Session = &SessionReport{}
+		}
 	}
 	for k := range evs {
 		e := &evs[k]
@@ -82,21 +86,46 @@ func (l *Loaded) programs(evs []event) []ProgReport {
 			continue
 		}
 		pr := &out[e.prog]
+		fs := pr.Session != nil
 		switch e.kind {
 		case evEnter:
 			pr.Cookie = e.cookie
 		case evProg:
+			if fs {
+				l.sessionReport(pr.Session, e)
+				if e.exit {
+					continue // Ran and Ctx are the entry run's
+				}
+			}
 			pr.Ran, pr.Cookie, pr.NArgs = true, e.cookie, e.nargs
 			if l.exp.ipArg {
 				pr.IP = e.ip // ctx[-2] is the IP only with IP_ARG
 			}
 			pr.Ctx = append([]uint64{}, e.ctx[:e.n]...)
-			if l.exp.progs[e.prog].retSlot {
+			if l.exp.progs[e.prog].retSlot && !fs {
 				pr.Ctx = append(pr.Ctx, e.ret)
 			}
 		}
 	}
 	return out
+}
+
+// sessionReport records one run of an fsession program.
+func (l *Loaded) sessionReport(s *SessionReport, e *event) {
+	exit := e.exit
+	r := &SessionRun{FuncMeta: e.nargs, IsReturn: e.nargs&metaIsReturn != 0, Ctx: append([]uint64{}, e.ctx[:e.n]...)}
+	if exit {
+		r.Ctx = append(r.Ctx, e.ret)
+	}
+	if sessionCookie(l.req.Progs[e.prog]) {
+		v := e.sess
+		r.Cookie = &v
+	}
+	if exit {
+		s.Exit = r
+	} else {
+		s.Entry = r
+	}
 }
 
 func (l *Loaded) passDetail(name string) string {
@@ -116,6 +145,8 @@ func (l *Loaded) passDetail(name string) string {
 			return "no IP_ARG"
 		}
 		return fmt.Sprintf("%#x", x.fn)
+	case CheckSession:
+		return l.sessionDetail()
 	case CheckBudget:
 		return fmt.Sprintf("under %d instructions per call", l.opts.Budget)
 	case CheckStackArgs:
@@ -135,4 +166,21 @@ func (l *Loaded) where(pc uint64) string {
 		return fmt.Sprintf("func+%#x", pc-uint64(l.addrs.Func))
 	}
 	return fmt.Sprintf("%#x", pc)
+}
+
+// sessionDetail says what the session check covered in a passing run.
+func (l *Loaded) sessionDetail() string {
+	if !l.exp.session {
+		return "no fsession program"
+	}
+	n, c := 0, 0
+	for _, p := range l.req.Progs {
+		if p.Kind == jit.Fsession {
+			n++
+			if p.SessionCookie {
+				c++
+			}
+		}
+	}
+	return fmt.Sprintf("%d fsession program(s) run on entry and exit, func_meta is_return false then true; %d session cookie(s) 0 on entry, kept to exit", n, c)
 }

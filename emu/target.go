@@ -68,6 +68,7 @@ type siteSpec struct {
 	fail          uint64 // native checks: where the body's check branches on a difference
 	progTarget    bool   // a BPF program's entry (arm64: add x9, x30, #0)
 	ibt           bool   // x86: sealed ENDBR poison at fn; arm64: bti c
+	jmp           bool   // x86 jmp mode: the site jumps to the image (jmpEntry)
 	slots         []slotLoc
 	retSize       int
 	constRet      *uint64 // body returns this instead of its hash

@@ -296,6 +296,14 @@ func (a64) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 		}
 		b.load(22, 0) // the cookie bpf_get_attach_cookie would read
 		b.cmpScript(16, entCookie)
+		if idx, ok := c.sessIdx[p.prog]; ok {
+			// The session cookie, then the mark into it (again on exit: the value the
+			// check just found, so nothing changes).
+			b.load(0, -8*idx)
+			b.cmpScript(16, entSess)
+			b.a = b.a.mov64(16, sessionMark(p.prog))
+			b.a = b.a.w(0xf8000000 | uint32(-8*idx&0x1ff)<<12 | 0<<5 | 16) // stur x16, [x0, #-8*idx]
+		}
 		b.advance()
 		b.a = b.a.mov64(0, p.ret)
 	}

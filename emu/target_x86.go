@@ -116,7 +116,11 @@ func (x86) site(s *siteSpec) (uint64, []byte, uint64, error) {
 			a = append(a, 0x90)
 		}
 	}
-	a, err := a.rel32(0xe8, s.ip, s.image) // the patched call
+	op := byte(0xe8) // the patched call
+	if s.jmp {
+		op = 0xe9 // jmp mode: the trampoline returns to the caller itself
+	}
+	a, err := a.rel32(op, s.ip, s.image)
 	if err != nil {
 		return 0, nil, 0, fmt.Errorf("patch site: %w", err)
 	}
@@ -317,6 +321,15 @@ func (x86) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 		}
 		b.load(xR13, 0) // the cookie bpf_get_attach_cookie would read
 		b.cmpScript(xRAX, entCookie)
+		if idx, ok := c.sessIdx[p.prog]; ok {
+			// The session cookie, then the mark into it (again on exit: the value the
+			// check just found, so nothing changes).
+			b.load(xRDI, -8*idx)
+			b.cmpScript(xRAX, entSess)
+			b.a = b.a.movabs(xRAX, sessionMark(p.prog))
+			b.a = append(b.a, 0x48, 0x89) // mov [rdi-8*idx], rax
+			b.mem(xRAX, xRDI, -8*idx)
+		}
 		b.advance()
 		b.a = b.a.movabs(xRAX, p.ret)
 	}
