@@ -19,9 +19,17 @@ const (
 	Fsession AttachType = "fsession"
 )
 
-// AttachTypes lists the attach types in the order trampjit reports them (the 6.1 and 6.12
-// profiles'; Fsession is parsed but not reported until a profile has it).
+// AttachTypes lists the attach types every profile has, in the order trampjit reports them;
+// Kernel.AttachTypes adds those of newer kernels.
 var AttachTypes = []AttachType{Fentry, Fexit, ModRet, LSM}
+
+// AttachTypes are the attach types profile k has, in report order: fsession from 7.0 on.
+func (k Kernel) AttachTypes() []AttachType {
+	if k.Has(CapFsession) {
+		return append(AttachTypes[:len(AttachTypes):len(AttachTypes)], Fsession)
+	}
+	return AttachTypes
+}
 
 // ParseAttachType checks an attach type given by a user.
 func ParseAttachType(s string) (AttachType, error) {
@@ -65,9 +73,10 @@ type AttachEnv struct {
 	Sleepable bool
 	// ErrorInjection is the kernel's error-injection list (/sys/kernel/debug/error_injection/list),
 	// by function name, for kernels built with CONFIG_FUNCTION_ERROR_INJECTION. Nil means a
-	// kernel without it, as Debian's cloud kernels are: within_error_injection_list is then
-	// false for every function (6.1 and 6.12 have no syscall-wrapper fallback yet; captures
-	// show __x64_sys_getpgid refused for fmod_ret and for sleepable fentry).
+	// kernel whose list is not known: within_error_injection_list is then false for every
+	// function where the profile's build lacks CONFIG_FUNCTION_ERROR_INJECTION (Debian 6.1
+	// and 6.12: captures show __x64_sys_getpgid refused for fmod_ret and sleepable fentry),
+	// and true for the syscall stubs where it has it (CapFuncErrorInject, Debian 7.2).
 	ErrorInjection map[string]bool
 	// BTFID is the function's BTF id, for messages that print it.
 	BTFID uint32
@@ -122,11 +131,17 @@ func CheckAttach(name string, m *FuncModel, distillErr error, at AttachType, env
 		}
 	} else {
 		if inList(btfIDDeny, name) || (env.Kernel.Has(CapBTFIDDenyRCULock) && inList(btfIDDenyRCULock, name)) {
+			if env.Kernel.Has(CapBTFIDDenyMsg) {
+				return loadErr(fmt.Sprintf("Attaching tracing programs to function '%s' is rejected.", name))
+			}
 			v.Stage, v.Errno = StageLoad, "EINVAL"
 			v.Msg = "btf_id_deny: the kernel refuses tracing programs on " + name + " and logs no message"
 			return v
 		}
-		if (at == Fexit || at == ModRet) && env.Kernel.Has(CapNoreturnDeny) && inList(noreturnDeny, name) {
+		if (at == Fexit || at == ModRet || at == Fsession) && env.Kernel.Has(CapNoreturnDeny) && inList(noreturnDeny, name) {
+			if env.Kernel.Has(CapNoreturnMsgNamed) {
+				return loadErr(fmt.Sprintf("Attaching fexit/fsession/fmod_ret to __noreturn function '%s' is rejected.", name))
+			}
 			return loadErr(noreturnMsg)
 		}
 	}
@@ -157,9 +172,31 @@ func modifiable(name string, env AttachEnv) (bool, string) {
 	return errorInjectable(name, env), ""
 }
 
-// errorInjectable is within_error_injection_list: false everywhere without error injection.
+// errorInjectable is within_error_injection_list: the given list, else, in a build with
+// CONFIG_FUNCTION_ERROR_INJECTION, the syscall stubs (other ALLOW_ERROR_INJECTION functions
+// are not modelled without a list), else false.
 func errorInjectable(name string, env AttachEnv) bool {
-	return env.ErrorInjection[name]
+	if env.ErrorInjection != nil {
+		return env.ErrorInjection[name]
+	}
+	return env.Kernel.Has(CapFuncErrorInject) && isSyscallStub(name, env.Arch)
+}
+
+// isSyscallStub reports a SYSCALL_DEFINE stub of arch's syscall wrappers
+// (arch/x86/include/asm/syscall_wrapper.h, arch/arm64/include/asm/syscall_wrapper.h), each of
+// which is declared ALLOW_ERROR_INJECTION(..., ERRNO).
+func isSyscallStub(name string, arch Arch) bool {
+	for _, p := range syscallStubPrefixes[arch] {
+		if strings.HasPrefix(name, p) && len(name) > len(p) {
+			return true
+		}
+	}
+	return false
+}
+
+var syscallStubPrefixes = map[Arch][]string{
+	AMD64: {"__x64_sys_", "__ia32_sys_", "__ia32_compat_sys_", "__x64_compat_sys_", "__x32_compat_sys_"},
+	ARM64: {"__arm64_sys_", "__arm64_compat_sys_"},
 }
 
 // sleepableOK is the TRACING/LSM part of check_attach_sleepable (can_be_sleepable passed).

@@ -26,6 +26,10 @@ const (
 	CapSignedArgFlag     Capability = "signed-arg-flag"
 	CapBTFIDDenyRCULock  Capability = "btf-id-deny-rcu-lock"
 	CapNoreturnDeny      Capability = "noreturn-deny"
+	CapNoreturnMsgNamed  Capability = "noreturn-deny-msg-named"
+	CapBTFIDDenyMsg      Capability = "btf-id-deny-msg"
+	CapUnionArgs         Capability = "union-args"
+	CapFuncErrorInject   Capability = "function-error-injection"
 	CapFmodRetIDSet      Capability = "fmod-ret-id-set"
 	CapLSMDisabledHooks  Capability = "lsm-disabled-hooks"
 	CapX86StackArgs      Capability = "x86-stack-args"
@@ -95,6 +99,14 @@ var Capabilities = []CapInfo{
 	bounded(CapBTFIDDenyRCULock, "btf_id_deny also lists __rcu_read_lock and __rcu_read_unlock"),
 	{Cap: CapNoreturnDeny, After: v(6, 12), Backport: []Kernel{Kernel612},
 		Doc: "fexit and fmod_ret are refused on noreturn_deny's __noreturn functions (upstream 2025; Debian 6.12.117 has it from 6.12.y stable)"},
+	{Cap: CapNoreturnMsgNamed, Since: v(7, 0),
+		Doc: "the __noreturn refusal names the function and covers fsession: \"Attaching fexit/fsession/fmod_ret to __noreturn function 'F' is rejected.\""},
+	{Cap: CapBTFIDDenyMsg, After: v(6, 12), Since: v(7, 2),
+		Doc: "btf_id_deny refusals log \"Attaching tracing programs to function 'F' is rejected.\" (6.12: EINVAL without a message)"},
+	{Cap: CapUnionArgs, After: v(6, 12), Since: v(7, 2),
+		Doc: "btf_distill_func_proto takes unions of up to 16 bytes by value as arguments, like structs (a union return is still refused)"},
+	{Cap: CapFuncErrorInject, Since: v(4, 16), Config: "CONFIG_FUNCTION_ERROR_INJECTION",
+		Doc: "the build has an error-injection list: every SYSCALL_DEFINE stub (__x64_sys_*, __arm64_sys_*, ...) is ALLOW_ERROR_INJECTION, so takes fmod_ret and sleepable programs (Debian 6.1/6.12 no, 7.2 yes)"},
 	{Cap: CapFmodRetIDSet, After: v(6, 1), Since: v(6, 3), Doc: "BTF_KFUNC_HOOK_FMODRET id sets admit fmod_ret (and, with KF_SLEEPABLE, sleepable programs)"},
 	bounded(CapLSMDisabledHooks, "bpf_lsm_disabled_hooks refuses LSM hooks whose return convention a program cannot honour"),
 	bounded(CapX86StackArgs, "the x86_64 trampoline copies stack-passed arguments, up to MAX_BPF_FUNC_ARGS slots (6.1: six registers)"),

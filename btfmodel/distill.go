@@ -51,6 +51,10 @@ func DistillProto(name string, proto *btf.FuncProto, k Kernel) (*FuncModel, erro
 			return nil, fail("The function %s with variable args is unsupported.", name)
 		}
 		size, t, err := typeSize(p.Type)
+		if u, ok := t.(*btf.Union); ok && k.Has(CapUnionArgs) {
+			// Unions are passed like structs of their size (CapUnionArgs).
+			size, err = int(u.Size), nil
+		}
 		// Structs over 16 bytes: "No support of struct argument size greater than 16 bytes".
 		if err != nil || size > MaxStructArgSize {
 			return nil, fail("The function %s arg%d type %s is unsupported.", name, i, KindName(t))
@@ -124,7 +128,7 @@ func isStructOrUnion(t btf.Type) bool {
 func fmodelFlags(t btf.Type, k Kernel) ArgFlags {
 	var f ArgFlags
 	switch t := t.(type) {
-	case *btf.Struct:
+	case *btf.Struct, *btf.Union: // a union only reaches here with CapUnionArgs
 		f |= StructArg
 	case *btf.Int:
 		if t.Encoding&btf.Signed != 0 && k.Has(CapSignedArgFlag) {

@@ -14,6 +14,10 @@ var Profiles = []Profile{
 			CapSignedArgFlag:     false,
 			CapBTFIDDenyRCULock:  false,
 			CapNoreturnDeny:      false,
+			CapNoreturnMsgNamed:  false,
+			CapBTFIDDenyMsg:      false,
+			CapUnionArgs:         false,
+			CapFuncErrorInject:   false, // Debian's config
 			CapFmodRetIDSet:      false,
 			CapLSMDisabledHooks:  false,
 			CapX86StackArgs:      false,
@@ -75,6 +79,10 @@ var Profiles = []Profile{
 			CapSignedArgFlag:     true,
 			CapBTFIDDenyRCULock:  true,
 			CapNoreturnDeny:      true, // 6.12.y stable backport
+			CapNoreturnMsgNamed:  false,
+			CapBTFIDDenyMsg:      false,
+			CapUnionArgs:         false,
+			CapFuncErrorInject:   false, // Debian's config
 			CapFmodRetIDSet:      true,
 			CapLSMDisabledHooks:  true,
 			CapX86StackArgs:      true,
@@ -137,6 +145,10 @@ var Profiles = []Profile{
 			CapSignedArgFlag:     true,
 			CapBTFIDDenyRCULock:  true,
 			CapNoreturnDeny:      true,
+			CapNoreturnMsgNamed:  true,
+			CapBTFIDDenyMsg:      true,
+			CapUnionArgs:         true,
+			CapFuncErrorInject:   true, // Debian's config
 			CapFmodRetIDSet:      true,
 			CapLSMDisabledHooks:  true,
 			CapX86StackArgs:      true,

@@ -140,7 +140,7 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	}
 	env.BTFID = id
 	res := modelJSON{Func: name, Kernel: string(t.kernel), Arch: string(t.arch), BTFID: id}
-	for _, at := range btfmodel.AttachTypes {
+	for _, at := range t.kernel.AttachTypes() {
 		res.Attach = append(res.Attach, btfmodel.CheckAttach(name, m, derr, at, env))
 	}
 	if derr != nil {
