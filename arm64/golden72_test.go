@@ -12,6 +12,7 @@ import (
 
 	"github.com/trampjit/trampjit/arm64"
 	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/emu"
 	"github.com/trampjit/trampjit/jit"
 	"github.com/trampjit/trampjit/kernel"
 )
@@ -133,4 +134,31 @@ func sameShape(c *kernel.CorpusCase, req *jit.Request, m *btfmodel.FuncModel) er
 		return fmt.Errorf("shape %s, the capture's %s", got, want)
 	}
 	return nil
+}
+
+// TestGolden72PassOracle runs each 7.2 golden request under Unicorn against the emulator's
+// oracle (derived from the request alone): the stack arguments reach the programs' ctx and
+// the original intact, fsession programs run on entry and on return.
+func TestGolden72PassOracle(t *testing.T) {
+	for _, g := range golden72 {
+		req := jit.Request{Arch: btfmodel.ARM64, Kernel: btfmodel.Kernel72, Proto: g.proto, Progs: g.progs}
+		m, err := req.Model()
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := make([]uint64, m.NrRegs())
+		for i := range args {
+			args[i] = 0x0101010101010101 * uint64(i+1) // every byte set: masking shows
+		}
+		rep, err := emu.Run(&req, emu.Options{Clobber: true, Args: args})
+		if err != nil {
+			t.Fatalf("%s: %v", g.name, err)
+		}
+		for _, f := range rep.Failed() {
+			t.Errorf("%s: %s: %s", g.name, f.Name, f.Detail)
+		}
+		if len(rep.Checks) < 4 {
+			t.Errorf("%s: only %d checks ran", g.name, len(rep.Checks))
+		}
+	}
 }
