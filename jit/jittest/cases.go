@@ -105,6 +105,23 @@ func Cases(arch btfmodel.Arch) []Case {
 		add("sleepable-lsm", k, "int bpf_lsm_file_open(struct file *file)", []jit.Prog{with(l, func(p *jit.Prog) { p.Sleepable = true })}, none)
 		add("cookies-func-ip", k, test2, []jit.Prog{with(f, func(p *jit.Prog) { p.Cookie = 0x80000000; p.FuncIP = true }), with(x, func(p *jit.Prog) { p.Cookie = jit.Cookie(^uint64(0)) })}, none)
 		add("struct-16-fentry-fexit", k, "struct pair { u64 a; u32 b; }; int f(struct pair p, int x)", []jit.Prog{f, x}, none)
+		if k.Has(btfmodel.CapFsession) && arch == btfmodel.AMD64 {
+			// The shapes of 7.2 corpus cases (named after them): jmp mode, fsession with
+			// cookies and func_meta, stack arguments 8 bytes closer, the link limit.
+			s, sc := jit.Prog{Kind: jit.Fsession}, jit.Prog{Kind: jit.Fsession, SessionCookie: true}
+			skLookup := "void *__bpf_sk_lookup(u64 skb, u64 tuple, u32 len, u64 net, u32 ifindex, u8 proto, u64 netns_id, u64 flags, int sdif)"
+			modRet := "int bpf_modify_return_test(int a, int *b)"
+			add("fexit-only-test2", k, test2, []jit.Prog{x}, none)
+			add("fsession-cookie-test2", k, test2, []jit.Prog{sc}, none)
+			add("fsession4-cookie3-test2", k, test2, []jit.Prog{sc, s, sc, sc}, none)
+			add("fsession-cookie-func-ip", k, test2, []jit.Prog{with(sc, func(p *jit.Prog) { p.FuncIP = true }), f}, none)
+			add("fentry-fsession-fexit", k, test2, []jit.Prog{f, sc, x}, none)
+			add("fsession-cookie-fmod_ret-fexit", k, modRet, []jit.Prog{sc, m, x}, none)
+			add("args-9-stack-fexit", k, skLookup, []jit.Prog{x}, none)
+			add("args-9-stack-fsession-cookie", k, skLookup, []jit.Prog{sc}, none)
+			add("links-36-fentry", k, test2, rep(f, 36), none)
+			add("links-18-fsession", k, test2, rep(s, 18), none)
+		}
 	}
 	return out
 }
