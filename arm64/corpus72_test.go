@@ -76,3 +76,39 @@ func TestCorpus72NotFtraceManaged(t *testing.T) {
 	}
 	t.Fatal("bpf_trace_run11-fentry is not in the corpus")
 }
+
+// TestCorpus72CallOps: on 7.2 every kernel-function trampoline is ops->direct_call (CALL_OPS:
+// the ftrace_ops pointer sits in the 8 bytes before the function) and the patch site branches
+// to ftrace_caller, which enters the image with x9 = the parent's LR and x30 = the function
+// body, as 6.12's out-of-range site did; BPF-program targets branch to the image directly.
+// The generator's frames assume exactly that entry.
+func TestCorpus72CallOps(t *testing.T) {
+	cases, err := kernel.ReadCorpus(corpus72)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kfunc := 0
+	for i := range cases {
+		c := &cases[i]
+		if c.Image == "" || c.Request.Target == "bpf" {
+			continue
+		}
+		kfunc++
+		viaOps := c.Locate == "arm64 ftrace_ops.direct_call via the ops pointer before the function"
+		if !viaOps || !contains(c.Checks, "bl at the patch site targets ftrace_caller") || !contains(c.Checks, "trampoline_table walk agrees on the image") {
+			t.Errorf("%s: located %q, checks %q", c.ID, c.Locate, c.Checks)
+		}
+	}
+	if kfunc < 200 {
+		t.Errorf("only %d kernel-function images", kfunc)
+	}
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
