@@ -19,7 +19,8 @@ import (
 // in behaviour for these requests (a larger frame, a frame-record pointer only an
 // unwinder reads, a dead x30 before `ret x9`, a branch landing on the NOP just before
 // its target, a zero cookie stored into the slot enter overwrites or below sp while the
-// run_ctx slot already holds zero).
+// run_ctx slot already holds zero, a func_meta store that the next store overwrites before
+// any program reads it).
 func TestMutants(t *testing.T) {
 	for _, trace := range []bool{false, true} {
 		t.Run(fmt.Sprintf("trace=%v", trace), func(t *testing.T) {
@@ -64,6 +65,11 @@ func mutationCases(t *testing.T) []mutationCase {
 		"6.12-arm64": {"bpf_modify_return_test-fmod_ret-cookies", "tcp_v4_connect-fentry2-fexit2-func-ip"},
 		"6.1-amd64":  {"bpf_fentry_test2-cookies-negative", "tcp_v4_connect-fentry2-fexit2-func-ip"},
 		"6.1-arm64":  {"bpf-tj_args3-cookies-64bit"},
+		// 7.2: jmp mode (x86), fsession with cookies beside fmod_ret and fexit, and arm64
+		// stack arguments.
+		"7.2-amd64": {"bpf_modify_return_test-fsession-cookie-fmod_ret-fexit", "bpf_fentry_test2-fsession4-cookie3",
+			"bpf_fentry_test2-fsession-cookie-nocookie"},
+		"7.2-arm64": {"bpf_modify_return_test-fsession-cookie-fmod_ret-fexit", "bpf_fentry_test2-fsession4-cookie3", "__bpf_sk_lookup-fexit"},
 	} {
 		cases, err := kernel.ReadCorpus("../testdata/kernel/" + dir)
 		if err != nil {

@@ -72,7 +72,7 @@ type expectation struct {
 	ipArg   bool
 	fn      uint64
 	im      uint64
-	retSlot bool // the trampoline has a return value slot (CALL_ORIG or RET_FENTRY_RET)
+	retSlot bool        // the trampoline has a return value slot (CALL_ORIG or RET_FENTRY_RET)
 	session bool        // an fsession program is attached: ctx[-1] is func_meta
 	sessIdx map[int]int // cookie index of each bpf_session_cookie program
 }
