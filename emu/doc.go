@@ -30,8 +30,10 @@
 // stack and script below 4 MiB:
 //
 //   - the image;
-//   - the traced function: x86 `call image` at ip (6.12: after the 4-byte sealed ENDBR
-//     poison at func; 6.1: at func), arm64 `mov x9, x30` (a BPF program's
+//   - the traced function: x86 `call image` at ip (6.12, 7.2: after the 4-byte sealed ENDBR
+//     poison at func; 6.1: at func), or `jmp image` in jmp mode (7.2, CapX86JmpMode, for a
+//     trampoline with CALL_ORIG and without SKIP_FRAME: it returns straight to the
+//     caller, so the stack it sees has no return address of the patch site), arm64 `mov x9, x30` (a BPF program's
 //     `add x9, x30, #0`) then `bl image`, or `bl` to a veneer doing `br x17` when the
 //     image is out of range, as ftrace_caller does; then the original's body, which
 //     computes h = h*31 + w over every argument slot as it receives them (registers,
@@ -53,10 +55,18 @@
 // IP_ARG; ctx[nr_args] = the return value for fexit and fmod_ret, zero for the first
 // fmod_ret), exit(prog, start, &run_ctx) with enter's start (0 after a miss) and the same
 // run_ctx, fmod_ret short-circuit (the first non-zero return skips the other fmod_ret
-// programs and the original, and is what fexit and the caller see), the original called
+// programs and the original, and is what fexit and the caller see), fsession
+// (session.go: the program's block in the fentry and in the fexit list, each with its own
+// enter/exit; ctx[-1] is func_meta, nr_args | cookie index<<8 | is_return<<63, as the
+// kernel stores it before each cookie program's block and once at do_fexit, so fmod_ret
+// and fexit programs see it too; the return value slot zero on entry; a program calling
+// bpf_session_cookie finds its slot at ctx - 8*index zeroed on entry and, on exit, the
+// mark its stub stored on entry), the original called
 // with the arguments (6.12 x86 zeroes the upper half of a lone stack slot when the last
 // argument is at most 4 bytes, clean_stack_garbage, except when a fentry-only trampoline
-// returns into the original, which then reads the caller's own slot). After each call:
+// returns into the original, which then reads the caller's own slot; 7.2 arm64 clears the
+// unused high bytes of a narrow stack-passed argument in the programs' copy only). After
+// each call:
 // the caller's return value, callee-saved registers and sp intact, stack arguments and
 // the caller's frame untouched; throughout: no access outside the mapped regions, at
 // most Options.Budget instructions per call. Every discrepancy names its check, the

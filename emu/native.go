@@ -12,7 +12,8 @@ import (
 // default the oracle's expectation is compiled into a script in guest memory, and every
 // stub compares what it is given with its script entry using loads and compares only
 // (stores cost ~62 ns each in libunicorn 2.0.x; loads ~2 ns): its own identity (the call
-// order), the pointers and values passed, the ctx words, the cookie behind run_ctx. A
+// order), the pointers and values passed, the ctx words, the cookie behind run_ctx, and a
+// bpf_session_cookie program's slot (which its stub then stores its mark into). A
 // cursor register walks the script. Any difference branches to a fail address, a
 // sentinel; the harness then replays the call with the Go hooks (Options.Trace) to say
 // precisely what differed. The report of a passing run is the expectation itself, which
