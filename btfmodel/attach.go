@@ -73,10 +73,10 @@ type AttachEnv struct {
 	Sleepable bool
 	// ErrorInjection is the kernel's error-injection list (/sys/kernel/debug/error_injection/list),
 	// by function name, for kernels built with CONFIG_FUNCTION_ERROR_INJECTION. Nil means a
-	// kernel whose list is not known: within_error_injection_list is then false for every
-	// function where the profile's build lacks CONFIG_FUNCTION_ERROR_INJECTION (Debian 6.1
-	// and 6.12: captures show __x64_sys_getpgid refused for fmod_ret and sleepable fentry),
-	// and true for the syscall stubs where it has it (CapFuncErrorInject, Debian 7.2).
+	// kernel without it, as Debian's cloud kernels are (no error_injection/list in any
+	// guest): within_error_injection_list is then false for every function, and 6.1 and
+	// 6.12 have no fallback (captures show __x64_sys_getpgid refused for fmod_ret and
+	// sleepable fentry); 7.2 accepts the arch's syscall prefix instead (CapSyscallPrefix).
 	ErrorInjection map[string]bool
 	// BTFID is the function's BTF id, for messages that print it.
 	BTFID uint32
@@ -172,32 +172,20 @@ func modifiable(name string, env AttachEnv) (bool, string) {
 	return errorInjectable(name, env), ""
 }
 
-// errorInjectable is within_error_injection_list: the given list, else, in a build with
-// CONFIG_FUNCTION_ERROR_INJECTION, the syscall stubs (other ALLOW_ERROR_INJECTION functions
-// are not modelled without a list), else false.
+// errorInjectable is within_error_injection_list with the given list. A kernel built without
+// error injection has no list; from 7.2 on its fmod_ret and sleepable checks take a function
+// with the arch's syscall prefix in its place (has_arch_syscall_prefix, kernel/bpf/verifier.c).
 func errorInjectable(name string, env AttachEnv) bool {
 	if env.ErrorInjection != nil {
 		return env.ErrorInjection[name]
 	}
-	return env.Kernel.Has(CapFuncErrorInject) && isSyscallStub(name, env.Arch)
+	p, ok := syscallPrefix[env.Arch]
+	return ok && env.Kernel.Has(CapSyscallPrefix) && strings.HasPrefix(name, p)
 }
 
-// isSyscallStub reports a SYSCALL_DEFINE stub of arch's syscall wrappers
-// (arch/x86/include/asm/syscall_wrapper.h, arch/arm64/include/asm/syscall_wrapper.h), each of
-// which is declared ALLOW_ERROR_INJECTION(..., ERRNO).
-func isSyscallStub(name string, arch Arch) bool {
-	for _, p := range syscallStubPrefixes[arch] {
-		if strings.HasPrefix(name, p) && len(name) > len(p) {
-			return true
-		}
-	}
-	return false
-}
-
-var syscallStubPrefixes = map[Arch][]string{
-	AMD64: {"__x64_sys_", "__ia32_sys_", "__ia32_compat_sys_", "__x64_compat_sys_", "__x32_compat_sys_"},
-	ARM64: {"__arm64_sys_", "__arm64_compat_sys_"},
-}
+// syscallPrefix is what has_arch_syscall_prefix compares: the prefix of the arch's syscall
+// wrappers, and so of any function starting with it.
+var syscallPrefix = map[Arch]string{AMD64: "__x64_", ARM64: "__arm64_"}
 
 // sleepableOK is the TRACING/LSM part of check_attach_sleepable (can_be_sleepable passed).
 func sleepableOK(name string, at AttachType, env AttachEnv) (bool, string) {

@@ -190,15 +190,17 @@ var ruleCases = []ruleCase{
 	{"6.12-amd64", "do_group_exit", ModRet, nil, "EINVAL: do_group_exit() is not modifiable"},
 	// An error-injectable function takes fmod_ret and sleepable programs (check_attach_sleepable).
 	{"6.12-amd64", "tcp_v4_connect", ModRet, []string{"tcp_v4_connect"}, "ok"},
-	// 7.2 (Debian builds it with CONFIG_FUNCTION_ERROR_INJECTION): a syscall stub passes the
-	// fmod_ret rule as an ALLOW_ERROR_INJECTION function, then noreturn_deny refuses it, with
-	// the message that names the function and fsession; fsession is refused there too.
+	// 7.2, built without error injection: a function with the arch's syscall prefix passes
+	// the fmod_ret rule (has_arch_syscall_prefix), then noreturn_deny refuses it, with the
+	// message that names the function and fsession; fsession is refused there too.
 	{"7.2-amd64", "__x64_sys_exit", ModRet, nil, "EINVAL: Attaching fexit/fsession/fmod_ret to __noreturn function '__x64_sys_exit' is rejected."},
 	{"7.2-amd64", "__x64_sys_exit_group", Fsession, nil, "EINVAL: Attaching fexit/fsession/fmod_ret to __noreturn function '__x64_sys_exit_group' is rejected."},
 	{"7.2-amd64", "__x64_sys_exit", Fentry, nil, "ok"},
 	{"7.2-arm64", "__arm64_sys_setdomainname", ModRet, nil, "ok"},
 	{"6.12-arm64", "__arm64_sys_setdomainname", ModRet, nil, "EINVAL: __arm64_sys_setdomainname() is not modifiable"},
-	// Only the stubs: __do_sys_* and __se_sys_* are not ALLOW_ERROR_INJECTION.
+	// Only the prefix of the kernel's own arch counts: the ia32 wrappers of x86_64 do not,
+	// nor does __do_sys_*, the syscall's body.
+	{"7.2-amd64", "__ia32_sys_getpgid", ModRet, nil, "EINVAL: __ia32_sys_getpgid() is not modifiable"},
 	{"7.2-amd64", "__do_sys_brk", ModRet, nil, "EINVAL: __do_sys_brk() is not modifiable"},
 	// The deny list logs a line on 7.2, for every tracing attach type, also the ones
 	// CapBTFIDDenyRCULock added.

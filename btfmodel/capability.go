@@ -29,7 +29,7 @@ const (
 	CapNoreturnMsgNamed  Capability = "noreturn-deny-msg-named"
 	CapBTFIDDenyMsg      Capability = "btf-id-deny-msg"
 	CapUnionArgs         Capability = "union-args"
-	CapFuncErrorInject   Capability = "function-error-injection"
+	CapSyscallPrefix     Capability = "syscall-prefix-modifiable"
 	CapFmodRetIDSet      Capability = "fmod-ret-id-set"
 	CapLSMDisabledHooks  Capability = "lsm-disabled-hooks"
 	CapX86StackArgs      Capability = "x86-stack-args"
@@ -105,8 +105,8 @@ var Capabilities = []CapInfo{
 		Doc: "btf_id_deny refusals log \"Attaching tracing programs to function 'F' is rejected.\" (6.12: EINVAL without a message)"},
 	{Cap: CapUnionArgs, After: v(6, 12), Since: v(7, 2),
 		Doc: "btf_distill_func_proto takes unions of up to 16 bytes by value as arguments, like structs (a union return is still refused)"},
-	{Cap: CapFuncErrorInject, Since: v(4, 16), Config: "CONFIG_FUNCTION_ERROR_INJECTION",
-		Doc: "the build has an error-injection list: every SYSCALL_DEFINE stub (__x64_sys_*, __arm64_sys_*, ...) is ALLOW_ERROR_INJECTION, so takes fmod_ret and sleepable programs (Debian 6.1/6.12 no, 7.2 yes)"},
+	{Cap: CapSyscallPrefix, After: v(6, 12), Since: v(7, 2),
+		Doc: "built without CONFIG_FUNCTION_ERROR_INJECTION, check_attach_modify_return and check_attach_sleepable accept functions with the arch's syscall prefix (has_arch_syscall_prefix: __x64_, __arm64_) instead of an error-injection list"},
 	{Cap: CapFmodRetIDSet, After: v(6, 1), Since: v(6, 3), Doc: "BTF_KFUNC_HOOK_FMODRET id sets admit fmod_ret (and, with KF_SLEEPABLE, sleepable programs)"},
 	bounded(CapLSMDisabledHooks, "bpf_lsm_disabled_hooks refuses LSM hooks whose return convention a program cannot honour"),
 	bounded(CapX86StackArgs, "the x86_64 trampoline copies stack-passed arguments, up to MAX_BPF_FUNC_ARGS slots (6.1: six registers)"),

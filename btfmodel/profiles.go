@@ -17,7 +17,7 @@ var Profiles = []Profile{
 			CapNoreturnMsgNamed:  false,
 			CapBTFIDDenyMsg:      false,
 			CapUnionArgs:         false,
-			CapFuncErrorInject:   false, // Debian's config
+			CapSyscallPrefix:     false,
 			CapFmodRetIDSet:      false,
 			CapLSMDisabledHooks:  false,
 			CapX86StackArgs:      false,
@@ -82,7 +82,7 @@ var Profiles = []Profile{
 			CapNoreturnMsgNamed:  false,
 			CapBTFIDDenyMsg:      false,
 			CapUnionArgs:         false,
-			CapFuncErrorInject:   false, // Debian's config
+			CapSyscallPrefix:     false,
 			CapFmodRetIDSet:      true,
 			CapLSMDisabledHooks:  true,
 			CapX86StackArgs:      true,
@@ -148,7 +148,7 @@ var Profiles = []Profile{
 			CapNoreturnMsgNamed:  true,
 			CapBTFIDDenyMsg:      true,
 			CapUnionArgs:         true,
-			CapFuncErrorInject:   true, // Debian's config
+			CapSyscallPrefix:     true,
 			CapFmodRetIDSet:      true,
 			CapLSMDisabledHooks:  true,
 			CapX86StackArgs:      true,
