@@ -235,3 +235,47 @@ func TestFsessionReport(t *testing.T) {
 		t.Errorf("JSON report lacks the entry run: %s", j)
 	}
 }
+
+// trampjit's own 7.2 fsession images, checked in emulated code and traced (the same
+// report): three fsession programs, the first and last calling bpf_session_cookie, plus a
+// plain fentry attached last. By the kernel's rule (the captures' 0x402, 0x302 stores) the
+// cookie indexes are 2 and 3 (3 and 4 with IP_ARG: the IP slot comes first); the newest
+// programs run first, so the fentry program sees the slot count alone, program 2 and then
+// program 1 (no cookie) see program 2's index, program 0 its own; on exit the same with
+// is_return. A recursion miss of program 1 skips both its runs and nothing else.
+func TestFsessionTrampjitImages(t *testing.T) {
+	args := []uint64{0x1111_0000_0001, 0x2222_0000_0002}
+	for _, arch := range []btfmodel.Arch{btfmodel.AMD64, btfmodel.ARM64} {
+		for _, ip := range []bool{false, true} {
+			progs := []jit.Prog{{Kind: jit.Fsession, SessionCookie: true, FuncIP: ip}, {Kind: jit.Fsession},
+				{Kind: jit.Fsession, SessionCookie: true}, {Kind: jit.Fentry}}
+			r := req(arch, btfmodel.Kernel72, "", "long f(u64 a, u64 b)", progs...)
+			base := uint64(2)
+			if ip {
+				base = 3
+			}
+			for _, miss := range [][]int{nil, {1}} {
+				rep := mustRun(t, r, emu.Options{Args: args, Miss: miss, Clobber: true})
+				if !rep.OK {
+					t.Fatalf("%s ip %v miss %v: fails:%s", arch, ip, miss, failures(rep))
+				}
+				if rep.Programs[3].NArgs != 2 {
+					t.Errorf("%s: fentry sees ctx[-1] %#x, want 2", arch, rep.Programs[3].NArgs)
+				}
+				want := map[int]uint64{0: 2 | base<<8, 1: 2 | (base+1)<<8, 2: 2 | (base+1)<<8}
+				for i, m := range want {
+					s := rep.Programs[i].Session
+					if len(miss) > 0 && i == 1 {
+						if s.Entry != nil || s.Exit != nil || rep.Programs[1].Ran {
+							t.Errorf("%s: missed program 1 ran: %+v", arch, s)
+						}
+						continue
+					}
+					if s.Entry == nil || s.Exit == nil || s.Entry.FuncMeta != m || s.Exit.FuncMeta != m|1<<63 {
+						t.Errorf("%s ip %v: program %d: %+v %+v, want func_meta %#x then %#x", arch, ip, i, s.Entry, s.Exit, m, m|1<<63)
+					}
+				}
+			}
+		}
+	}
+}
