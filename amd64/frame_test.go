@@ -128,3 +128,33 @@ func TestLayoutStructs(t *testing.T) {
 		}
 	}
 }
+
+// Jmp mode (7.2 x86_64, flags CALL_ORIG without SKIP_FRAME): the caller's stack arguments
+// start at rbp+0x10 and the 16-byte pad flips. The frame sizes are the captured `sub rsp`:
+// bpf_modify_return_test2-fexit (7 slots) 6.12 0x68, 7.2 0x70; __bpf_sk_lookup-fexit (9
+// slots) 0x88, 0x90; __bpf_sk_lookup-fentry (no original call) 0x68 on both.
+func TestLayoutJmpMode(t *testing.T) {
+	for _, c := range []struct {
+		k           btfmodel.Kernel
+		nr          int
+		flags       jit.Flags
+		stack, args int
+	}{
+		{btfmodel.Kernel612, 7, fexitFlags, 0x68, 0x18},
+		{btfmodel.Kernel72, 7, jit.FlagCallOrig, 0x70, 0x10},
+		{btfmodel.Kernel612, 9, fexitFlags, 0x88, 0x18},
+		{btfmodel.Kernel72, 9, jit.FlagCallOrig, 0x90, 0x10},
+		{btfmodel.Kernel72, 9, fentryFlags, 0x68, 0x18},
+		// A 7.2 trampoline that still skips a frame (SHARE_IPMODIFY keeps the call form)
+		// lays out as 6.12's.
+		{btfmodel.Kernel72, 9, fexitFlags, 0x88, 0x18},
+	} {
+		l, err := Layout(eights(c.nr), c.flags, c.k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.StackSize != c.stack || l.StackArgsOff != c.args {
+			t.Errorf("%s nr=%d flags=%v: stack %#x, stack args at rbp+%#x; want %#x, %#x", c.k, c.nr, c.flags, l.StackSize, l.StackArgsOff, c.stack, c.args)
+		}
+	}
+}
