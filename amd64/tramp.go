@@ -36,8 +36,9 @@ type gen struct {
 	sec int // index of the open section in img.Sections, -1 if none
 }
 
-// Generate emits t's image the way __arch_prepare_bpf_trampoline (6.12) /
-// arch_prepare_bpf_trampoline (6.1) in arch/x86/net/bpf_jit_comp.c lays it out.
+// Generate emits t's image the way __arch_prepare_bpf_trampoline (6.12, 7.2: jmp mode, skip
+// NOPs, fsession) / arch_prepare_bpf_trampoline (6.1) in arch/x86/net/bpf_jit_comp.c lays it
+// out.
 func (Backend) Generate(t *jit.Tramp) (*jit.Image, error) {
 	if t.Model == nil {
 		return nil, fmt.Errorf("amd64: trampoline has no function model")
