@@ -24,12 +24,15 @@ import (
 // (expected-<profile>.json, written by `go test ./verifier -run TestGroundTruth -update`,
 // which boots each profile's kernel once), against the model.
 
-var update = flag.Bool("update", false, "boot the kernels and rewrite testdata/verifier/expected-*.json")
+var (
+	update         = flag.Bool("update", false, "boot the kernels and rewrite testdata/verifier/expected-*.json")
+	updateProfiles = flag.String("updateprofiles", "", "with -update: only these profiles (comma-separated, e.g. 7.2-amd64,7.2-arm64)")
+)
 
 const truthDir = "../testdata/verifier"
 
 // truthProfiles are the kernels the expected results come from.
-var truthProfiles = []string{"6.1-amd64", "6.12-amd64", "6.12-arm64"}
+var truthProfiles = []string{"6.1-amd64", "6.12-amd64", "6.12-arm64", "7.2-amd64", "7.2-arm64"}
 
 // expectedFile is one profile's kernel results.
 type expectedFile struct {
@@ -220,6 +223,9 @@ func truthDiff(e expectedProgram, got verifier.Result) string {
 // updateGroundTruth boots each profile's kernel and rewrites its expected file.
 func updateGroundTruth(t *testing.T) {
 	for _, profile := range truthProfiles {
+		if *updateProfiles != "" && !strings.Contains(","+*updateProfiles+",", ","+profile+",") {
+			continue
+		}
 		env := profileEnv(t, profile)
 		progs := truthPrograms(t, env, true)
 		wps := make([]wire.VerifyProgram, len(progs))
