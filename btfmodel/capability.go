@@ -46,43 +46,50 @@ const (
 
 // The verifier's instruction walk (kernel/bpf/verifier.c).
 const (
-	CapVerifierCPUv4            Capability = "verifier-cpu-v4"
-	CapVerifierALURangeAnySrc   Capability = "verifier-alu-range-any-src"
-	CapVerifierBoundsCross      Capability = "verifier-bounds-cross-32-64"
-	CapVerifierMovNoConstID     Capability = "verifier-mov-no-const-id"
-	CapVerifierMov32ID          Capability = "verifier-mov32-id"
-	CapVerifierBTFNeedsGPL      Capability = "verifier-btf-access-needs-gpl"
-	CapVerifierTrustedPtr       Capability = "verifier-ptr-trusted"
-	CapVerifierRCUPtr           Capability = "verifier-mem-rcu"
-	CapVerifierUnionUntrusted   Capability = "verifier-union-untrusted"
-	CapVerifierIntArrayScalar   Capability = "verifier-int-array-scalar"
-	CapVerifierSparsePruneMarks Capability = "verifier-sparse-prune-marks"
-	CapVerifierLSMRetRange      Capability = "verifier-lsm-ret-range"
-	CapVerifierRetvalRange      Capability = "verifier-retval-range"
-	CapVerifierCtxArgSize8      Capability = "verifier-ctx-arg-size-8"
-	CapVerifierNullableArgs     Capability = "verifier-nullable-args"
-	CapVerifierLSMTrustedArgs   Capability = "verifier-lsm-trusted-args"
-	CapVerifierHelperMightSleep Capability = "verifier-helper-might-sleep"
-	CapVerifierHelperProtoMsg   Capability = "verifier-helper-proto-msg"
-	CapVerifierMemSizeRaw       Capability = "verifier-mem-size-raw"
-	CapVerifierMapArgAsMem      Capability = "verifier-map-arg-as-mem"
-	CapVerifierRegNotNullMem    Capability = "verifier-reg-not-null-mem"
-	CapVerifierRangeVsRange     Capability = "verifier-range-vs-range"
-	CapVerifierSTIntoCtx        Capability = "verifier-st-into-ctx"
-	CapVerifierExitR0Precise    Capability = "verifier-exit-r0-precise"
-	CapVerifierPruneScalarIDs   Capability = "verifier-prune-scalar-ids"
-	CapVerifierStackReadAll     Capability = "verifier-stack-read-all"
-	CapVerifierSpillAnyScalar   Capability = "verifier-spill-any-scalar"
-	CapVerifierSTImmSpill       Capability = "verifier-st-imm-spill"
-	CapVerifierStackZeroKept    Capability = "verifier-stack-zero-kept"
-	CapVerifierNarrowFill       Capability = "verifier-narrow-fill"
-	CapVerifierAttachAfterCFG   Capability = "verifier-attach-after-cfg"
-	CapVerifierNoMainArgMatch   Capability = "verifier-no-main-arg-match"
-	CapLogRegTypeAllPrefixes    Capability = "log-reg-type-all-prefixes"
-	CapLogStateCompact          Capability = "log-state-compact"
-	CapLogConstVarOff           Capability = "log-const-var-off"
-	CapLogVarOffStackOff        Capability = "log-var-off-stack-off"
-	CapLogInfiniteLoopStates    Capability = "log-infinite-loop-states"
+	CapVerifierCPUv4              Capability = "verifier-cpu-v4"
+	CapVerifierALURangeAnySrc     Capability = "verifier-alu-range-any-src"
+	CapVerifierBoundsCross        Capability = "verifier-bounds-cross-32-64"
+	CapVerifierMovNoConstID       Capability = "verifier-mov-no-const-id"
+	CapVerifierMov32ID            Capability = "verifier-mov32-id"
+	CapVerifierBTFNeedsGPL        Capability = "verifier-btf-access-needs-gpl"
+	CapVerifierTrustedPtr         Capability = "verifier-ptr-trusted"
+	CapVerifierRCUPtr             Capability = "verifier-mem-rcu"
+	CapVerifierUnionUntrusted     Capability = "verifier-union-untrusted"
+	CapVerifierIntArrayScalar     Capability = "verifier-int-array-scalar"
+	CapVerifierSparsePruneMarks   Capability = "verifier-sparse-prune-marks"
+	CapVerifierLSMRetRange        Capability = "verifier-lsm-ret-range"
+	CapVerifierRetvalRange        Capability = "verifier-retval-range"
+	CapVerifierCtxArgSize8        Capability = "verifier-ctx-arg-size-8"
+	CapVerifierNullableArgs       Capability = "verifier-nullable-args"
+	CapVerifierLSMTrustedArgs     Capability = "verifier-lsm-trusted-args"
+	CapVerifierHelperMightSleep   Capability = "verifier-helper-might-sleep"
+	CapVerifierHelperProtoMsg     Capability = "verifier-helper-proto-msg"
+	CapVerifierMemSizeRaw         Capability = "verifier-mem-size-raw"
+	CapVerifierMapArgAsMem        Capability = "verifier-map-arg-as-mem"
+	CapVerifierRegNotNullMem      Capability = "verifier-reg-not-null-mem"
+	CapVerifierRangeVsRange       Capability = "verifier-range-vs-range"
+	CapVerifierSTIntoCtx          Capability = "verifier-st-into-ctx"
+	CapVerifierExitR0Precise      Capability = "verifier-exit-r0-precise"
+	CapVerifierPruneScalarIDs     Capability = "verifier-prune-scalar-ids"
+	CapVerifierStackReadAll       Capability = "verifier-stack-read-all"
+	CapVerifierSpillAnyScalar     Capability = "verifier-spill-any-scalar"
+	CapVerifierSTImmSpill         Capability = "verifier-st-imm-spill"
+	CapVerifierStackZeroKept      Capability = "verifier-stack-zero-kept"
+	CapVerifierNarrowFill         Capability = "verifier-narrow-fill"
+	CapVerifierAttachAfterCFG     Capability = "verifier-attach-after-cfg"
+	CapVerifierNoMainArgMatch     Capability = "verifier-no-main-arg-match"
+	CapVerifierCtxFixedOff        Capability = "verifier-ctx-fixed-off"
+	CapVerifierNoRegOff           Capability = "verifier-no-reg-off"
+	CapVerifierSleepableHelperMsg Capability = "verifier-sleepable-helper-msg"
+	CapVerifierHelperStackRW      Capability = "verifier-helper-stack-rw"
+	CapVerifierCtxAsMem           Capability = "verifier-ctx-as-mem"
+	CapVerifierNegEndTrack        Capability = "verifier-neg-end-track"
+	CapVerifierDivModTrack        Capability = "verifier-div-mod-track"
+	CapLogRegTypeAllPrefixes      Capability = "log-reg-type-all-prefixes"
+	CapLogStateCompact            Capability = "log-state-compact"
+	CapLogConstVarOff             Capability = "log-const-var-off"
+	CapLogVarOffStackOff          Capability = "log-var-off-stack-off"
+	CapLogInfiniteLoopStates      Capability = "log-infinite-loop-states"
 )
 
 var after61by612 = struct{ after, since Version }{v(6, 1), v(6, 12)}
@@ -155,6 +162,13 @@ var Capabilities = []CapInfo{
 	bounded(CapVerifierNarrowFill, "a fill narrower than the spill keeps the spilled value"),
 	bounded(CapVerifierAttachAfterCFG, "bpf_check resolves maps and checks the CFG before the attach target"),
 	bounded(CapVerifierNoMainArgMatch, "the main program's BTF arguments are not matched against the context (6.1 logs a mismatch)"),
+	{Cap: CapVerifierCtxFixedOff, After: v(6, 12), Since: v(7, 2), Doc: "check_ctx_access takes a constant offset on the ctx pointer of TRACING and LSM programs (no convert_ctx_access) and adds it to the access offset (6.12: 'dereference of modified ctx ptr')"},
+	{Cap: CapVerifierNoRegOff, After: v(6, 12), Since: v(7, 2), Doc: "reg->off is gone: a pointer's constant offset lives in var_off, so offset messages print it in var_off and off= is the instruction's"},
+	{Cap: CapVerifierSleepableHelperMsg, After: v(6, 12), Since: v(7, 2), Doc: "a sleepable helper in a non-sleepable program is refused as 'sleepable helper %s#%d in non-sleepable prog'"},
+	{Cap: CapVerifierHelperStackRW, After: v(6, 12), Since: v(7, 2), Doc: "helper stack accesses are checked as reads or writes: 'invalid read from stack' / 'invalid write to stack' (6.12: 'invalid indirect access to stack')"},
+	{Cap: CapVerifierCtxAsMem, After: v(6, 12), Since: v(7, 2), Doc: "the helper memory argument types include ctx (the expected= list ends in ', ctx')"},
+	{Cap: CapVerifierNegEndTrack, After: v(6, 12), Since: v(7, 2), Doc: "BPF_NEG and BPF_END results are tracked (a constant stays a constant)"},
+	{Cap: CapVerifierDivModTrack, After: v(6, 12), Since: v(7, 2), Doc: "unsigned BPF_DIV and BPF_MOD results are tracked (8 / 9 is 0, 8 % 3 is in [0, 2])"},
 	bounded(CapLogRegTypeAllPrefixes, "reg_type_str joins every flag prefix (6.1 keeps only the last)"),
 	bounded(CapLogStateCompact, "print_verifier_state's compact form: constants with their type, no off=0, bounds only where they say something"),
 	bounded(CapLogConstVarOff, "alignment messages print a constant var_off as a number"),
