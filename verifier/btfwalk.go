@@ -39,7 +39,8 @@ func (c *checker) btfAccess(regno uint8, r *reg, off, size int, write bool, valu
 		return reject("EACCES")
 	}
 	if !r.v.isConst() || r.v.val() != 0 {
-		c.logf("R%d is ptr_%s invalid variable offset: off=%d, var_off=%s", regno, tname, off, r.v.t)
+		vt, voff := c.varOffMsg(r, off)
+		c.logf("R%d is ptr_%s invalid variable offset: off=%d, var_off=%s", regno, tname, voff, vt)
 		return reject("EACCES")
 	}
 	if r.flags&flagUser != 0 {

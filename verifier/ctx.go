@@ -29,16 +29,22 @@ var boolLSMHooks = map[string]bool{
 func (c *checker) ctxAccess(regno uint8, r *reg, off, size int, write bool, value int) error {
 	k := c.env.Kernel
 	ts := regTypeStr(k, r)
-	// __check_ptr_off_reg with fixed_off_ok = false (6.1 and 6.12).
-	if r.off < 0 {
+	if c.has(btfmodel.CapVerifierCtxFixedOff) {
+		// __check_ptr_off_reg with fixed_off_ok: TRACING and LSM have no
+		// convert_ctx_access, so a constant offset joins the access offset.
+		if !r.v.isConst() {
+			c.logf("variable %s access var_off=%s disallowed", ts, r.v.t)
+			return reject("EACCES")
+		}
+		off += int(int64(r.v.val())) // memAccess added r.off
+	} else if r.off < 0 {
+		// __check_ptr_off_reg with fixed_off_ok = false (6.1 and 6.12).
 		c.logf("negative offset %s ptr R%d off=%d disallowed", ts, regno, r.off)
 		return reject("EACCES")
-	}
-	if r.off != 0 {
+	} else if r.off != 0 {
 		c.logf("dereference of modified %s ptr R%d off=%d disallowed", ts, regno, r.off)
 		return reject("EACCES")
-	}
-	if !r.v.isConst() || r.v.val() != 0 {
+	} else if !r.v.isConst() || r.v.val() != 0 {
 		c.logf("variable %s access var_off=%s disallowed", ts, r.v.t)
 		return reject("EACCES")
 	}

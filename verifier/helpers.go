@@ -162,7 +162,11 @@ func (c *checker) call(in *insn) error {
 		return reject("EINVAL")
 	}
 	if proto.mightSleep && c.has(btfmodel.CapVerifierHelperMightSleep) && !c.prog.Sleepable {
-		c.logf("helper call might sleep in a non-sleepable prog")
+		if c.has(btfmodel.CapVerifierSleepableHelperMsg) {
+			c.logf("sleepable helper %s#%d in non-sleepable prog", name, id)
+		} else {
+			c.logf("helper call might sleep in a non-sleepable prog")
+		}
 		return reject("EINVAL")
 	}
 	var meta struct {
@@ -246,7 +250,7 @@ func (c *checker) call(in *insn) error {
 					if r.typ == ptrToMapValue {
 						desc = "value "
 					}
-					c.logf("misaligned %saccess off %s+%d+%d size %d", desc, c.varOffStr(r.v.t), r.off, 0, 8)
+					c.misaligned(desc, &r, 0, 8)
 					return reject("EACCES")
 				}
 			}
@@ -288,6 +292,9 @@ func (c *checker) argType(regno uint8, r *reg, a argKind, helper string) error {
 	memTypes := "fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_"
 	if !c.has(btfmodel.CapVerifierMapArgAsMem) {
 		memTypes = "fp, pkt, pkt_meta, map_key, map_value, mem, alloc_mem, buf"
+	}
+	if c.has(btfmodel.CapVerifierCtxAsMem) {
+		memTypes += ", ctx" // the message only: ctx as helper memory is not modelled
 	}
 	plain := r.flags&flagMaybeNull == 0
 	trusted := c.has(btfmodel.CapVerifierTrustedPtr) && r.typ == ptrToBTFID && r.isTrusted() && r.flags&flagRCU == 0
@@ -342,6 +349,25 @@ func (c *checker) zeroSized61(regno uint8) error {
 	return reject("EACCES")
 }
 
+// misaligned is check_{ptr,stack}_alignment's message; without reg->off (7.2) the pointer's
+// constant offset is printed inside var_off.
+func (c *checker) misaligned(desc string, r *reg, off, size int) {
+	if c.has(btfmodel.CapVerifierNoRegOff) {
+		c.logf("misaligned %saccess off %s+%d size %d", desc, c.varOffStr(r.v.t.add(tconst(uint64(int64(r.off))))), off, size)
+		return
+	}
+	c.logf("misaligned %saccess off %s+%d+%d size %d", desc, c.varOffStr(r.v.t), r.off, off, size)
+}
+
+// varOffMsg is the var_off and off a variable-offset message prints for an access at off
+// (r.off included): without reg->off (7.2) r.off moves into var_off.
+func (c *checker) varOffMsg(r *reg, off int) (tnum, int) {
+	if c.has(btfmodel.CapVerifierNoRegOff) {
+		return r.v.t.add(tconst(uint64(int64(r.off)))), off - int(r.off)
+	}
+	return r.v.t, off
+}
+
 // varOffStr prints a pointer's var_off in an alignment message: 6.12 prints a constant
 // one as a number.
 func (c *checker) varOffStr(t tnum) string {
@@ -374,7 +400,14 @@ func (c *checker) helperMem(regno uint8, r *reg, size int, zeroOK, write bool) e
 		if size == 0 && zeroOK {
 			return nil
 		}
-		lo, hi, err := c.stackBounds(regno, r, int(r.off), size, " indirect access to")
+		how := " indirect access to"
+		if c.has(btfmodel.CapVerifierHelperStackRW) {
+			how = " read from"
+			if write {
+				how = " write to"
+			}
+		}
+		lo, hi, err := c.stackBounds(regno, r, int(r.off), size, how)
 		if err != nil {
 			return err
 		}

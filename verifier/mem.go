@@ -105,7 +105,7 @@ func (c *checker) atomic(in *insn) error {
 			if base.typ == ptrToMapValue {
 				desc = "value "
 			}
-			c.logf("misaligned %saccess off %s+%d+%d size %d", desc, c.varOffStr(base.v.t), base.off, in.off, in.size())
+			c.misaligned(desc, &base, int(in.off), in.size())
 			return reject("EACCES")
 		}
 	}
@@ -153,7 +153,7 @@ func (c *checker) memAccess(regno uint8, off, size int, write bool, value int, s
 	r := c.st.regs[regno]
 	if r.typ == ptrToStack && size > 1 {
 		if t := r.v.t.add(tconst(uint64(int64(int(r.off) + off)))); !t.aligned(uint64(size)) {
-			c.logf("misaligned stack access off %s+%d+%d size %d", c.varOffStr(r.v.t), r.off, off, size)
+			c.misaligned("stack ", &r, off, size)
 			return reject("EACCES")
 		}
 	}

@@ -26,7 +26,8 @@ func (c *checker) stackBounds(regno uint8, r *reg, off, size int, how string) (i
 		case !c.has(btfmodel.CapLogVarOffStackOff):
 			c.logf("invalid variable-offset%s stack R%d var_off=%s size=%d", how, regno, r.v.t, size)
 		default:
-			c.logf("invalid variable-offset%s stack R%d var_off=%s off=%d size=%d", how, regno, r.v.t, off, size)
+			vt, voff := c.varOffMsg(r, off)
+			c.logf("invalid variable-offset%s stack R%d var_off=%s off=%d size=%d", how, regno, vt, voff, size)
 		}
 		return 0, 0, reject("EACCES")
 	}
