@@ -36,6 +36,10 @@ func (c *checker) ctxAccess(regno uint8, r *reg, off, size int, write bool, valu
 			c.logf("variable %s access var_off=%s disallowed", ts, r.v.t)
 			return reject("EACCES")
 		}
+		if fixed := int64(r.off) + int64(r.v.val()); fixed < 0 {
+			c.logf("negative offset %s ptr R%d off=%d disallowed", ts, regno, fixed)
+			return reject("EACCES")
+		}
 		off += int(int64(r.v.val())) // memAccess added r.off
 	} else if r.off < 0 {
 		// __check_ptr_off_reg with fixed_off_ok = false (6.1 and 6.12).
@@ -184,7 +188,11 @@ func (c *checker) btfCtxAccess(off, size int) (bool, reg, string) {
 		c.logf("func '%s' size %d must be 8", tname, size)
 		return false, reg{}, ""
 	}
-	if _, void := ptr.Target.(*btf.Void); void {
+	_, void := ptr.Target.(*btf.Void)
+	if _, cvoid := skipMods(ptr.Target).(*btf.Void); cvoid && k.Has(btfmodel.CapVerifierConstVoidPtrArg) {
+		void = true
+	}
+	if void {
 		return true, mkScalar(unknownScalar()), desc
 	}
 	if _, isInt := skipMods(ptr.Target).(*btf.Int); isInt {
