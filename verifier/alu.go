@@ -24,12 +24,19 @@ func (c *checker) alu(in *insn) error {
 		if err := c.readReg(in.dst); err != nil {
 			return err
 		}
+		d := c.st.regs[in.dst]
 		if err := c.writeReg(in.dst); err != nil {
 			return err
 		}
-		// Neither profile tracks BPF_NEG or BPF_END: the result is unknown even for a
-		// constant (check_reg_arg(DST_OP) marks it so).
-		c.setReg(in.dst, mkScalar(unknownScalar()))
+		// 6.1 and 6.12 track neither BPF_NEG nor BPF_END: the result is unknown even for
+		// a constant (check_reg_arg(DST_OP) marks it so).
+		res := unknownScalar()
+		if d.typ == scalarValue {
+			if v, ok := c.negEnd(in, op, is64, d.v); ok {
+				res = v
+			}
+		}
+		c.setReg(in.dst, mkScalar(res))
 		return nil
 	case "=":
 		if err := c.aluReserved(in, op, is64); err != nil {
@@ -85,6 +92,10 @@ func (c *checker) alu(in *insn) error {
 			return c.ptrALU(in, op, is64, src, dst, true)
 		}
 		return c.ptrALU(in, op, is64, dst, src, false)
+	}
+	if v, ok := c.divMod(op, dst.v, src.v, !is64); ok {
+		c.setReg(in.dst, mkScalar(v))
+		return nil
 	}
 	c.setReg(in.dst, mkScalar(kernelALU(op, dst.v, src.v, !is64, c.env.Kernel)))
 	return nil
