@@ -57,6 +57,14 @@ func (c *checker) jmp(in *insn) (int, bool, error) {
 	}
 	dst := c.st.regs[in.dst]
 	target := in.target(c.idx)
+	if in.isX() && in.src == in.dst && dst.typ == scalarValue && c.has(btfmodel.CapVerifierSameRegBranch) {
+		switch op {
+		case "==", ">=", "<=", "s>=", "s<=":
+			return target, false, nil
+		case "!=", ">", "<", "s>", "s<":
+			return c.idx + 1, false, nil
+		}
+	}
 	switch c.branchTaken(&dst, &src, op, is32) {
 	case 1:
 		return target, false, nil
