@@ -192,6 +192,14 @@ func (c *checker) ptrALU(in *insn, op string, is64 bool, ptr, off reg, offIsDst 
 		c.logf("R%d pointer arithmetic on %s prohibited, null-check it first", d, regTypeStr(c.env.Kernel, &ptr))
 		return reject("EACCES")
 	}
+	if ptr.typ == ptrToMem && ptr.flags&flagUntrusted != 0 && c.has(btfmodel.CapVerifierNonStructPtrMem) {
+		// untrusted memory is only ever read through BPF_PROBE_MEM: 7.2 lets any
+		// arithmetic pass and keeps the pointer as it was (its log shows no offset)
+		r := ptr
+		r.id = 0
+		c.setReg(d, r)
+		return nil
+	}
 	known := off.v.isConst()
 	switch ptr.typ {
 	case ptrToCtx, ptrToMapValue, ptrToStack, ptrToBTFID, ptrToMem:
@@ -262,6 +270,11 @@ func (c *checker) saneOffset(r, typ *reg) bool {
 		return false
 	}
 	if r.v.smin >= maxVarOff || r.v.smin <= -maxVarOff {
+		if r.typ != scalarValue && c.has(btfmodel.CapVerifierNoRegOff) {
+			// without reg->off a pointer's whole offset is in var_off
+			c.logf("%s pointer offset %d is not allowed", ts, r.v.smin)
+			return false
+		}
 		c.logf("value %d makes %s pointer be out of bounds", r.v.smin, ts)
 		return false
 	}

@@ -16,6 +16,7 @@ const (
 	walkScalar walkRes = iota
 	walkPtr
 	walkStruct
+	walkMem // a pointer to a non-struct, on profiles that load it as untrusted memory
 )
 
 // Fields whose pointer keeps (or gains) trust when read from a trusted or RCU base
@@ -60,6 +61,7 @@ func (c *checker) btfAccess(regno uint8, r *reg, off, size int, write bool, valu
 	var flags typeFlag
 	path, field, parent := "", "", ""
 	var next btf.Type
+	mem := false
 	for {
 		res, nt, p, err := c.structWalk(t, off, size, &flags)
 		if err != nil {
@@ -72,6 +74,10 @@ func (c *checker) btfAccess(regno uint8, r *reg, off, size int, write bool, valu
 		if res == walkStruct {
 			t, off = nt, 0
 			continue
+		}
+		if res == walkMem {
+			mem = true
+			break
 		}
 		if res == walkPtr {
 			// BTF_TYPE_SAFE_* lists are keyed by the base register's struct and the
@@ -89,6 +95,11 @@ func (c *checker) btfAccess(regno uint8, r *reg, off, size int, write bool, valu
 	expr := base + "->" + path
 	sz := sizeNames[size]
 	if value < 0 {
+		return nil
+	}
+	if mem {
+		c.setReg(uint8(value), reg{typ: ptrToMem, flags: flagRdonly | flagUntrusted, v: constScalar(0)})
+		c.explain(fmt.Sprintf("r%d = *(%s *)(r%d %+d) -> %s (PTR_TO_MEM rdonly, untrusted)", value, sz, regno, c.insns[c.idx].off, expr))
 		return nil
 	}
 	if next == nil {
@@ -311,6 +322,9 @@ again:
 			if st := skipMods(p.Target); isStructOrUnion(st) {
 				*flags |= tag
 				return walkPtr, st, path + sep(path) + name, nil
+			}
+			if k.Has(btfmodel.CapVerifierNonStructPtrMem) {
+				return walkMem, nil, path + sep(path) + name, nil
 			}
 		}
 		if off+size > mtrueEnd && *flags&flagUntrusted == 0 {

@@ -148,7 +148,8 @@ func (c *checker) regNotNull(r *reg) bool {
 	case ptrToBTFID:
 		return c.has(btfmodel.CapVerifierTrustedPtr) && r.isTrusted()
 	case ptrToMem:
-		return c.has(btfmodel.CapVerifierRegNotNullMem)
+		// untrusted memory (7.2's walked pointer to a non-struct) may be NULL
+		return c.has(btfmodel.CapVerifierRegNotNullMem) && r.flags&flagUntrusted == 0
 	}
 	return false
 }

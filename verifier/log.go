@@ -208,6 +208,9 @@ func (c *checker) fmtReg(r *reg) string {
 			if r.typ == ptrToMapValue || r.typ == constPtrToMap {
 				parts = append(parts, fmt.Sprintf("map=%s,ks=%d,vs=%d", c.prog.Maps[r.mapIdx].Name, c.prog.Maps[r.mapIdx].KeySize, c.prog.Maps[r.mapIdx].ValueSize))
 			}
+			if r.typ == ptrToMem && k.Has(btfmodel.CapVerifierNonStructPtrMem) {
+				parts = append(parts, fmt.Sprintf("sz=%d", r.memSize))
+			}
 			if r.off != 0 {
 				parts = append(parts, fmt.Sprintf("off=%d", r.off))
 			}

@@ -178,7 +178,13 @@ func (c *checker) memAccess(regno uint8, off, size int, write bool, value int, s
 			c.logf("R%d cannot write into %s", regno, regTypeStr(c.env.Kernel, &r))
 			return reject("EACCES")
 		}
-		if err = c.memRegion(regno, &r, off, size, r.memSize, "mem"); err == nil && !write && value >= 0 {
+		if r.flags&flagUntrusted != 0 && !write {
+			// untrusted memory (a walked pointer to a non-struct) is read through
+			// BPF_PROBE_MEM: no region to check
+			if value >= 0 {
+				c.setReg(uint8(value), mkScalar(unknownScalar()))
+			}
+		} else if err = c.memRegion(regno, &r, off, size, r.memSize, "mem"); err == nil && !write && value >= 0 {
 			c.setReg(uint8(value), mkScalar(unknownScalar()))
 		}
 	case r.typ == constPtrToMap:
