@@ -88,6 +88,7 @@ const (
 	CapVerifierConstVoidPtrArg    Capability = "verifier-const-void-ptr-arg"
 	CapVerifierSameRegBranch      Capability = "verifier-same-reg-branch"
 	CapVerifierNonStructPtrMem    Capability = "verifier-non-struct-ptr-mem"
+	CapVerifierTnumSignedNeedSign Capability = "verifier-tnum-signed-need-sign"
 	CapLogRegTypeAllPrefixes      Capability = "log-reg-type-all-prefixes"
 	CapLogStateCompact            Capability = "log-state-compact"
 	CapLogConstVarOff             Capability = "log-const-var-off"
@@ -174,6 +175,7 @@ var Capabilities = []CapInfo{
 	{Cap: CapVerifierConstVoidPtrArg, After: v(6, 12), Since: v(7, 2), Doc: "btf_ctx_access loads a 'const void *' argument as a scalar (6.12: 'arg0 type UNKNOWN is not a struct')"},
 	{Cap: CapVerifierSameRegBranch, After: v(6, 12), Since: v(7, 2), Doc: "a scalar compared with itself decides the branch (r1 >= r1 is taken, r1 > r1 is not; 6.12 refines both sides and reports REG INVARIANTS VIOLATION)"},
 	{Cap: CapVerifierNonStructPtrMem, After: v(6, 12), Since: v(7, 2), Doc: "btf_struct_walk loads a pointer member to a non-struct (char *, void *) as PTR_TO_MEM|MEM_RDONLY|PTR_UNTRUSTED, read through BPF_PROBE_MEM at any offset (6.12: a scalar)"},
+	{Cap: CapVerifierTnumSignedNeedSign, After: v(6, 12), Since: v(7, 2), Doc: "after ALU and branch refinement, signed 64-bit bounds come from the tnum only when its sign bit is known (6.12: smin = value | (mask & S64_MIN) also with an unknown sign)"},
 	{Cap: CapVerifierDivModTrack, After: v(6, 12), Since: v(7, 2), Doc: "unsigned BPF_DIV and BPF_MOD results are tracked (8 / 9 is 0, 8 % 3 is in [0, 2])"},
 	bounded(CapLogRegTypeAllPrefixes, "reg_type_str joins every flag prefix (6.1 keeps only the last)"),
 	bounded(CapLogStateCompact, "print_verifier_state's compact form: constants with their type, no off=0, bounds only where they say something"),

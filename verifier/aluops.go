@@ -14,6 +14,7 @@ import (
 // never tracked: their result is unknown even for constants.
 func kernelALU(op string, dst, src scalar, alu32 bool, k btfmodel.Kernel) scalar {
 	anySrc, cross := k.Has(btfmodel.CapVerifierALURangeAnySrc), k.Has(btfmodel.CapVerifierBoundsCross)
+	needSign := k.Has(btfmodel.CapVerifierTnumSignedNeedSign)
 	srcConst := src.t.isConst() && src.smin == src.smax && src.umin == src.umax
 	if alu32 {
 		srcConst = src.t.subreg().isConst() && src.s32min == src.s32max && src.u32min == src.u32max
@@ -53,7 +54,7 @@ func kernelALU(op string, dst, src scalar, alu32 bool, k btfmodel.Kernel) scalar
 			if alu32 {
 				d.zext()
 			}
-			d.kernelSync(!cross)
+			d.syncWith(!cross, needSign)
 			return d
 		}
 	}
@@ -77,27 +78,27 @@ func kernelALU(op string, dst, src scalar, alu32 bool, k btfmodel.Kernel) scalar
 	case "&=":
 		d.t = d.t.and(src.t)
 		bitop32(&d, &src, op)
-		bitop64(&d, &src, op)
+		bitop64(&d, &src, op, needSign)
 	case "|=":
 		d.t = d.t.or(src.t)
 		bitop32(&d, &src, op)
-		bitop64(&d, &src, op)
+		bitop64(&d, &src, op, needSign)
 	case "^=":
 		d.t = d.t.xor(src.t)
 		bitop32(&d, &src, op)
-		bitop64(&d, &src, op)
+		bitop64(&d, &src, op, needSign)
 	case "<<=":
 		if alu32 {
 			sub := d.t.subreg()
 			lsh32(&d, uint64(src.u32min), uint64(src.u32max))
 			d.t = sub.lsh(uint(src.u32min)).subreg()
 			d.unbound64()
-			d.updateBounds()
+			d.updateBoundsWith(needSign)
 		} else {
 			lsh64(&d, src.umin, src.umax)
 			lsh32(&d, src.umin, src.umax)
 			d.t = d.t.lsh(uint(src.umin))
-			d.updateBounds()
+			d.updateBoundsWith(needSign)
 		}
 	case ">>=":
 		if alu32 {
@@ -107,14 +108,14 @@ func kernelALU(op string, dst, src scalar, alu32 bool, k btfmodel.Kernel) scalar
 			d.u32min >>= src.u32max
 			d.u32max >>= src.u32min
 			d.unbound64()
-			d.updateBounds()
+			d.updateBoundsWith(needSign)
 		} else {
 			d.smin, d.smax = math.MinInt64, math.MaxInt64
 			d.t = d.t.rsh(uint(src.umin))
 			d.umin >>= src.umax
 			d.umax >>= src.umin
 			d.unbound32()
-			d.updateBounds()
+			d.updateBoundsWith(needSign)
 		}
 	case "s>>=":
 		if alu32 {
@@ -123,20 +124,20 @@ func kernelALU(op string, dst, src scalar, alu32 bool, k btfmodel.Kernel) scalar
 			d.t = d.t.subreg().arsh(sh, 32)
 			d.u32min, d.u32max = 0, math.MaxUint32
 			d.unbound64()
-			d.updateBounds()
+			d.updateBoundsWith(needSign)
 		} else {
 			sh := uint(src.umin)
 			d.smin, d.smax = d.smin>>sh, d.smax>>sh
 			d.t = d.t.arsh(sh, 64)
 			d.umin, d.umax = 0, math.MaxUint64
 			d.unbound32()
-			d.updateBounds()
+			d.updateBoundsWith(needSign)
 		}
 	}
 	if alu32 {
 		d.zext()
 	}
-	d.kernelSync(!cross)
+	d.syncWith(!cross, needSign)
 	return d
 }
 
@@ -264,7 +265,7 @@ func bitop32(d, s *scalar, op string) {
 	}
 }
 
-func bitop64(d, s *scalar, op string) {
+func bitop64(d, s *scalar, op string, needSign bool) {
 	if s.t.isConst() && d.t.isConst() {
 		*d = markKnown(d.t.v)
 		return
@@ -285,7 +286,7 @@ func bitop64(d, s *scalar, op string) {
 	} else {
 		d.smin, d.smax = int64(d.umin), int64(d.umax)
 	}
-	d.updateBounds()
+	d.updateBoundsWith(needSign)
 }
 
 // lsh32 is __scalar32_min_max_lsh.

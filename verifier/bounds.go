@@ -7,35 +7,46 @@ import "math"
 // check depend on these exact steps, so they are transcribed rather than approximated.
 
 // kernelSync is reg_bounds_sync: 6.12's (with the 6.7 cross 32/64-bit deductions) or 6.1's.
-func (s *scalar) kernelSync(old bool) {
-	s.updateBounds()
+func (s *scalar) kernelSync(old bool) { s.syncWith(old, false) }
+
+// syncWith is kernelSync; needSign is 7.2's form (CapVerifierTnumSignedNeedSign): signed
+// 64-bit bounds come from the tnum only when its sign bit is known, and not from the
+// 32-bit bounds (__reg_deduce_mixed_bounds' s64 half).
+func (s *scalar) syncWith(old, needSign bool) {
+	s.updateBoundsWith(needSign)
 	if old {
 		s.deduce32v61()
 		s.deduce64v61()
 		s.boundOffset()
 	} else {
-		s.deduce()
-		s.deduce()
+		s.deduceWith(needSign)
+		s.deduceWith(needSign)
 		s.boundOffset()
 	}
-	s.updateBounds()
+	s.updateBoundsWith(needSign)
 }
 
 // updateBounds is __update_reg_bounds: bounds from the tnum.
-func (s *scalar) updateBounds() {
+func (s *scalar) updateBounds() { s.updateBoundsWith(false) }
+
+func (s *scalar) updateBoundsWith(needSign bool) {
 	t32 := s.t.subreg()
 	s.s32min = max(s.s32min, int32(uint32(t32.v|(t32.m&0x80000000))))
 	s.s32max = min(s.s32max, int32(uint32(t32.v|(t32.m&0x7fffffff))))
 	s.u32min = max(s.u32min, uint32(t32.v))
 	s.u32max = min(s.u32max, uint32(t32.v|t32.m))
-	s.smin = max(s.smin, int64(s.t.v|(s.t.m&(1<<63))))
-	s.smax = min(s.smax, int64(s.t.v|(s.t.m&math.MaxInt64)))
+	if !needSign || s.t.m&(1<<63) == 0 {
+		s.smin = max(s.smin, int64(s.t.v|(s.t.m&(1<<63))))
+		s.smax = min(s.smax, int64(s.t.v|(s.t.m&math.MaxInt64)))
+	}
 	s.umin = max(s.umin, s.t.v)
 	s.umax = min(s.umax, s.t.v|s.t.m)
 }
 
 // deduce is 6.12's __reg_deduce_bounds.
-func (s *scalar) deduce() {
+func (s *scalar) deduce() { s.deduceWith(false) }
+
+func (s *scalar) deduceWith(needSign bool) {
 	// __reg32_deduce_bounds
 	if s.umin>>32 == s.umax>>32 {
 		s.u32min = max(s.u32min, uint32(s.umin))
@@ -92,13 +103,17 @@ func (s *scalar) deduce() {
 	const hi = ^uint64(0xffffffff)
 	s.umin = max(s.umin, s.umin&hi|uint64(s.u32min))
 	s.umax = min(s.umax, s.umax&hi|uint64(s.u32max))
-	s.smin = max(s.smin, int64(uint64(s.smin)&hi|uint64(s.u32min)))
-	s.smax = min(s.smax, int64(uint64(s.smax)&hi|uint64(s.u32max)))
+	if !needSign {
+		s.smin = max(s.smin, int64(uint64(s.smin)&hi|uint64(s.u32min)))
+		s.smax = min(s.smax, int64(uint64(s.smax)&hi|uint64(s.u32max)))
+	}
 	if uint32(s.s32min) <= uint32(s.s32max) {
 		s.umin = max(s.umin, s.umin&hi|uint64(uint32(s.s32min)))
 		s.umax = min(s.umax, s.umax&hi|uint64(uint32(s.s32max)))
-		s.smin = max(s.smin, int64(uint64(s.smin)&hi|uint64(uint32(s.s32min))))
-		s.smax = min(s.smax, int64(uint64(s.smax)&hi|uint64(uint32(s.s32max))))
+		if !needSign {
+			s.smin = max(s.smin, int64(uint64(s.smin)&hi|uint64(uint32(s.s32min))))
+			s.smax = min(s.smax, int64(uint64(s.smax)&hi|uint64(uint32(s.s32max))))
+		}
 	}
 }
 

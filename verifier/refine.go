@@ -18,14 +18,15 @@ func (c *checker) refineEdge(d, s scalar, op string, taken, is32, srcImm, same b
 	if !c.has(btfmodel.CapVerifierRangeVsRange) {
 		return refine61(d, s, op, is32, srcImm)
 	}
+	needSign := c.has(btfmodel.CapVerifierTnumSignedNeedSign)
 	if same { // `if r0 s> r0`: both sides are one register, refined twice
 		refineCond(&d, &d, op, is32)
-		d.kernelSync(false)
+		d.syncWith(false, needSign)
 		return d, d
 	}
 	refineCond(&d, &s, op, is32)
-	d.kernelSync(false)
-	s.kernelSync(false)
+	d.syncWith(false, needSign)
+	s.syncWith(false, needSign)
 	return d, s
 }
 
