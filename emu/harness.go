@@ -55,6 +55,11 @@ func NewHarness(arch btfmodel.Arch) (*Harness, error) {
 		e.Close()
 		return nil, err
 	}
+	// Pushes and stack stores are most of a trampoline's emulated time.
+	if err := e.FastStores(stackBase, stackBase+stackSize); err != nil {
+		e.Close()
+		return nil, err
+	}
 	if h.script, err = e.MapHost(scriptBase, scriptSize, uc.ProtRead); err != nil {
 		e.Close()
 		return nil, err

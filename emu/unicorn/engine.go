@@ -33,6 +33,8 @@ type Engine struct {
 	sentinels map[uint64]uint64  // pc after a sentinel stop -> sentinel address
 	stopAt    map[uint64]Hook    // SentinelHook addresses -> their hook
 	syncPC    Hook               // SetPreciseFaults hook, 0 if off
+	faults    []C.uc_hook        // the always-on invalid-access hooks (faststore.go)
+	quiet     [2]uint64          // [begin, end) they leave out, FastStores
 
 	goIntr  int // Go interrupt hooks installed
 	running bool
@@ -112,6 +114,7 @@ func OpenModel(arch Arch, model int) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	e.faults = []C.uc_hook{mem}
 	return e, nil
 }
 
@@ -221,6 +224,9 @@ func (e *Engine) exit(rc C.uc_err, until uint64, limited bool) (Exit, error) {
 			x.Reason = ReasonFault
 			err.Fault = &Fault{Kind: Access(st.fault_type), Addr: uint64(st.fault_addr),
 				Size: int(st.fault_size), Value: int64(st.fault_value), PC: uint64(st.fault_pc)}
+		} else if f := e.quietFault(Code(rc), x.PC); f != nil {
+			x.Reason = ReasonFault
+			err.Fault = f
 		}
 		return x, err
 	case st.reason == C.TJ_STOP_INTR:

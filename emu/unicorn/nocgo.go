@@ -58,6 +58,7 @@ func (e *Engine) HookIntr(fn func(intno uint32)) (Hook, error)      { return 0, 
 func (e *Engine) HookInsnInvalid(fn func() bool) (Hook, error)      { return 0, ErrNotAvailable }
 func (e *Engine) HookX86Insn(insn int, fn func()) (Hook, error)     { return 0, ErrNotAvailable }
 func (e *Engine) FlushCode() error                                  { return ErrNotAvailable }
+func (e *Engine) FastStores(begin, end uint64) error                { return ErrNotAvailable }
 func (e *Engine) InvalidateCode(begin, end uint64) error            { return ErrNotAvailable }
 func (e *Engine) Unhook(h Hook) error                               { return ErrNotAvailable }
 func (e *Engine) Map(addr, size uint64, prot Prot) error            { return ErrNotAvailable }

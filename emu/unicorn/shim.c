@@ -52,10 +52,16 @@ uc_err tj_install(uc_engine *uc, tj_state *st, uc_hook *intr, uc_hook *mem)
 	uc_err err = uc_hook_add(uc, intr, UC_HOOK_INTR, tj_intr_cb, st, 1, 0);
 	if (err != UC_ERR_OK)
 		return err;
-	err = uc_hook_add(uc, mem, UC_HOOK_MEM_INVALID, tj_mem_cb, st, 1, 0);
+	err = tj_hook_fault(uc, st, mem, 1, 0);
 	if (err != UC_ERR_OK)
 		return err;
 	return tj_budget_hook(uc, st);
+}
+
+uc_err tj_hook_fault(uc_engine *uc, tj_state *st, uc_hook *hh, uint64_t begin,
+		     uint64_t end)
+{
+	return uc_hook_add(uc, hh, UC_HOOK_MEM_INVALID, tj_mem_cb, st, begin, end);
 }
 
 uc_err tj_emu_start(uc_engine *uc, tj_state *st, uint64_t begin, uint64_t until,
@@ -178,7 +184,10 @@ _Static_assert(UC_TLB_VIRTUAL == TJ_TLB_VIRTUAL, "UC_TLB_VIRTUAL moved");
 // CPU state from the translated block: a 2-program x86 trampoline ran 4x
 // slower than with the CPU TLB. This hook grants every access on the
 // identity mapping; the regions' own protections are still checked on each
-// access (UC_ERR_*_PROT) as before.
+// access (UC_ERR_*_PROT) as before. A data access is granted read and write,
+// not execute: Unicorn never marks a TLB entry that allows execution dirty
+// (notdirty_write), so a stack filled with all three sent every store down
+// the slow path (~40 ns each). A fetch still grants all three.
 #define TJ_HOOK_TLB_FILL (1 << 17)
 struct tj_tlb_entry {
 	uint64_t paddr;
@@ -195,7 +204,7 @@ static bool tj_tlb_fill_cb(uc_engine *uc, uint64_t vaddr, int type,
 			   struct tj_tlb_entry *e, void *user)
 {
 	e->paddr = vaddr;
-	e->perms = UC_PROT_ALL;
+	e->perms = type == UC_MEM_FETCH ? UC_PROT_ALL : UC_PROT_READ | UC_PROT_WRITE;
 	return true;
 }
 

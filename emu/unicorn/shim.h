@@ -53,6 +53,9 @@ typedef struct tj_state {
 } tj_state;
 
 uc_err tj_install(uc_engine *uc, tj_state *st, uc_hook *intr, uc_hook *mem);
+// tj_hook_fault adds the C hook recording invalid accesses to [begin, end].
+uc_err tj_hook_fault(uc_engine *uc, tj_state *st, uc_hook *hh, uint64_t begin,
+		     uint64_t end);
 uc_err tj_emu_start(uc_engine *uc, tj_state *st, uint64_t begin, uint64_t until,
 		    uint64_t timeout, uint64_t count);
 
