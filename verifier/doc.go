@@ -1,5 +1,5 @@
 // Package verifier models the kernel verifier for trampoline-attached programs (fentry,
-// fexit, fmod_ret, LSM) on the Linux 6.1 and 6.12 profiles: attach checks (reusing
+// fexit, fmod_ret, LSM) on the Linux 6.1, 6.12 and 7.2 profiles: attach checks (reusing
 // btfmodel.CheckAttach), ctx access (btf_ctx_access), PTR_TO_BTF_ID walks
 // (btf_struct_walk), register and stack tracking, the helpers such programs call, and
 // return codes. The rules follow kernel/bpf/verifier.c (bpf_check_attach_target,
