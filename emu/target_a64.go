@@ -217,6 +217,24 @@ type ab struct {
 	at   uint64
 	fail uint64
 	err  error
+	// acc: compares or their differences into x15 and branch once, at flush (see
+	// xb.acc: fewer translated blocks, and a failing run is replayed with Go hooks).
+	acc bool
+}
+
+// flush branches to fail if any accumulated compare differed: cbz x15, +8; b fail
+// (cbnz would reach only ±1 MiB; the size must not depend on where fail is).
+func (b *ab) flush() {
+	b.a = b.a.w(0xb4000040 | 15)
+	var err error
+	if b.a, err = b.a.branch(false, b.pc(), b.fail); err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+// differ ors xn ^ x17 into x15.
+func (b *ab) differ(n int) {
+	b.a = b.a.w(0xca000000|17<<16|uint32(n)<<5|17, 0xaa000000|17<<16|15<<5|15) // eor x17, xn, x17; orr x15, x15, x17
 }
 
 func (b *ab) pc() uint64 { return b.at + uint64(len(b.a)) }
@@ -235,6 +253,11 @@ func a64Cmp(n, m int) uint32 { return 0xeb00001f | uint32(m)<<16 | uint32(n)<<5 
 
 // cmpScript compares xreg with the script word at off.
 func (b *ab) cmpScript(reg, off int) {
+	if b.acc {
+		b.a = b.a.w(0xf9400000 | uint32(off/8)<<10 | 21<<5 | 17) // ldr x17, [x21, #off]
+		b.differ(reg)
+		return
+	}
 	b.a = b.a.w(0xf9400000|uint32(off/8)<<10|21<<5|17, a64Cmp(reg, 17)) // ldr x17, [x21, #off]
 	b.bFail()
 }
@@ -267,26 +290,32 @@ func (a64) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 	if p.hook == stubStray {
 		return a64asm(nil).branch(false, p.addr, fail)
 	}
-	b.checkID(p.id)
+	b.checkID(p.id) // before anything else reads the entry: it may be the script's end
+	b.acc = true
+	b.a = b.a.w(0xaa1f03ef) // mov x15, xzr
 	switch p.hook {
 	case stubEnter:
 		b.cmpScript(0, entPtr)
 		b.load(1, 0) // the cookie in run_ctx
 		b.cmpScript(16, entCookie)
+		b.flush()
 		b.a = b.a.w(0xaa0103f6, 0xf9400000|entVal/8<<10|21<<5|16) // mov x22, x1; ldr x16, [x21, #entVal]
 		b.advance()
 		b.a = b.a.w(0xaa1003e0) // mov x0, x16
 	case stubExit:
 		b.cmpScript(0, entPtr)
 		b.cmpScript(1, entVal)
-		b.a = b.a.w(a64Cmp(2, 22)) // the run_ctx enter got
-		b.bFail()
+		b.a = b.a.w(0xaa0203f1) // mov x17, x2: the run_ctx enter got
+		b.differ(22)
+		b.flush() // before loading through x2
 		b.load(2, 0)
 		b.cmpScript(16, entCookie)
+		b.flush()
 		b.advance()
 		b.a = b.a.voidRet()
 	case stubTramp:
 		b.cmpScript(0, entPtr)
+		b.flush()
 		b.advance()
 		b.a = b.a.voidRet()
 	case stubProg:
@@ -301,6 +330,9 @@ func (a64) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 			// check just found, so nothing changes).
 			b.load(0, -8*idx)
 			b.cmpScript(16, entSess)
+		}
+		b.flush()
+		if idx, ok := c.sessIdx[p.prog]; ok {
 			b.a = b.a.mov64(16, sessionMark(p.prog))
 			b.a = b.a.w(0xf8000000 | uint32(-8*idx&0x1ff)<<12 | 0<<5 | 16) // stur x16, [x0, #-8*idx]
 		}

@@ -216,9 +216,28 @@ type xb struct {
 	at   uint64 // address of a[0]
 	fail uint64
 	err  error
+	// acc: compares or their differences into r11 and branch once, at flush: under
+	// Unicorn each conditional branch ends a translated block, and blocks are what
+	// cost (the budget's hook, the exit check). Which compare failed does not
+	// matter: a failing run is replayed with Go hooks, which say what differed.
+	acc bool
 }
 
 func (b *xb) pc() uint64 { return b.at + uint64(len(b.a)) }
+
+// differ ors reg ^ [r12+off] into r11 (r10 is scratch).
+func (b *xb) differ(reg, off int) {
+	b.a = append(b.a, 0x49|byte(reg>>3)<<2, 0x89, 0xc0|byte(reg&7)<<3|2) // mov r10, reg
+	b.a = append(b.a, 0x4d, 0x33)                                        // xor r10, [r12+off]
+	b.mem(10, 12, off)
+	b.a = append(b.a, 0x4d, 0x09, 0xd3) // or r11, r10
+}
+
+// flush branches to fail if any accumulated compare differed, and starts afresh.
+func (b *xb) flush() {
+	b.a = append(b.a, 0x4d, 0x85, 0xdb) // test r11, r11
+	b.jne()
+}
 
 func (b *xb) jne() {
 	b.a = append(b.a, 0x0f, 0x85)
@@ -246,8 +265,12 @@ func (b *xb) mem(reg, base, disp int) {
 	}
 }
 
-// cmpScript is cmp reg, [r12+off]; jne fail.
+// cmpScript is cmp reg, [r12+off]; jne fail (or its difference into r11, acc).
 func (b *xb) cmpScript(reg, off int) {
+	if b.acc {
+		b.differ(reg, off)
+		return
+	}
 	b.a = append(b.a, 0x49|byte(reg>>3)<<2, 0x3b)
 	b.mem(reg, 12, off)
 	b.jne()
@@ -291,12 +314,15 @@ func (x86) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 		binary.LittleEndian.PutUint32(b.a[1:], uint32(int32(int64(fail-(p.addr+5)))))
 		return b.a, nil
 	}
-	b.checkID(p.id)
+	b.checkID(p.id) // before anything else reads the entry: it may be the script's end
+	b.acc = true
+	b.a = append(b.a, 0x45, 0x31, 0xdb) // xor r11d, r11d
 	switch p.hook {
 	case stubEnter:
 		b.cmpScript(xRDI, entPtr)
 		b.load(xRSI, 0) // the cookie in run_ctx
 		b.cmpScript(xRAX, entCookie)
+		b.flush()
 		b.a = append(b.a, 0x49, 0x89, 0xf5)               // mov r13, rsi
 		b.a = append(b.a, 0x4d, 0x8b, 0x5c, 0x24, entVal) // mov r11, [r12+entVal]
 		b.advance()
@@ -304,14 +330,18 @@ func (x86) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 	case stubExit:
 		b.cmpScript(xRDI, entPtr)
 		b.cmpScript(xRSI, entVal)
-		b.a = append(b.a, 0x4c, 0x39, 0xea) // cmp rdx, r13: the run_ctx enter got
-		b.jne()
+		// rdx ^ r13 (the run_ctx enter got) into r11, and branch before loading
+		// through rdx.
+		b.a = append(b.a, 0x49, 0x89, 0xd2, 0x4d, 0x31, 0xea, 0x4d, 0x09, 0xd3) // mov r10, rdx; xor r10, r13; or r11, r10
+		b.flush()
 		b.load(xRDX, 0)
 		b.cmpScript(xRAX, entCookie)
+		b.flush()
 		b.advance()
 		b.a = b.a.mov32(xRAX, voidRet)
 	case stubTramp:
 		b.cmpScript(xRDI, entPtr)
+		b.flush()
 		b.advance()
 		b.a = b.a.mov32(xRAX, voidRet)
 	case stubProg:
@@ -326,6 +356,9 @@ func (x86) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 			// check just found, so nothing changes).
 			b.load(xRDI, -8*idx)
 			b.cmpScript(xRAX, entSess)
+		}
+		b.flush()
+		if idx, ok := c.sessIdx[p.prog]; ok {
 			b.a = b.a.movabs(xRAX, sessionMark(p.prog))
 			b.a = append(b.a, 0x48, 0x89) // mov [rdi-8*idx], rax
 			b.mem(xRAX, xRDI, -8*idx)
