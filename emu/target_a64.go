@@ -346,6 +346,8 @@ func (a64) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 func (a64) nativeBody(at, fail uint64, locs []slotLoc) ([]byte, error) {
 	b := &ab{at: at, fail: fail}
 	b.checkID(idOriginal)
+	b.acc = true
+	b.a = b.a.w(0xaa1f03ef) // mov x15, xzr
 	for k, l := range locs {
 		reg := l.reg
 		if reg < 0 {
@@ -354,6 +356,7 @@ func (a64) nativeBody(at, fail uint64, locs []slotLoc) ([]byte, error) {
 		}
 		b.cmpScript(reg, ctxOff(k))
 	}
+	b.flush()
 	b.advance()
 	return b.a, b.err
 }
@@ -366,18 +369,22 @@ func (a64) nativeCaller(base, fn uint64, regs []uint64, cc *callerCheck) ([]byte
 	}
 	a = a.mov64(16, fn).w(a64BlrX16)
 	after := len(a)
-	var bnes []int
-	bne := func() { bnes = append(bnes, len(a)); a = a.w(0x54000001) }
-	a = a.mov64(17, cc.scriptEnd).w(a64Cmp(21, 17))
-	bne()
-	a = a.mov64(17, cc.ret).w(a64Cmp(0, 17))
-	bne()
-	a = a.w(0x910003f0).mov64(17, sp0).w(a64Cmp(16, 17)) // mov x16, sp
-	bne()
+	// Every difference is or-ed into x15 and one cbnz goes to fail (one translated
+	// block; the replay says what differed).
+	differ := func(n int) { a = a.w(0xca000000|17<<16|uint32(n)<<5|17, 0xaa000000|17<<16|15<<5|15) }
+	a = a.w(0xaa1f03ef) // mov x15, xzr
+	a = a.mov64(17, cc.scriptEnd)
+	differ(21)
+	a = a.mov64(17, cc.ret)
+	differ(0)
+	a = a.w(0x910003f0).mov64(17, sp0) // mov x16, sp
+	differ(16)
 	for _, n := range []int{19, 20, 23, 24, 25, 26, 27, 29} {
-		a = a.mov64(17, cc.canaries[uc.X(n)]).w(a64Cmp(n, 17))
-		bne()
+		a = a.mov64(17, cc.canaries[uc.X(n)])
+		differ(n)
 	}
+	bnes := []int{len(a)}
+	a = a.w(0xb5000000 | 15) // cbnz x15, fail
 	a = a.w(a64Subs28)
 	a = a.w(0x54000001 | uint32(-len(a)/4)&0x7ffff<<5) // b.ne loop
 	done := len(a)

@@ -389,6 +389,8 @@ func (c *nativeCfg) progWords(prog int) []int {
 func (x86) nativeBody(at, fail uint64, locs []slotLoc) ([]byte, error) {
 	b := &xb{at: at, fail: fail}
 	b.checkID(idOriginal)
+	b.acc = true
+	b.a = append(b.a, 0x45, 0x31, 0xdb) // xor r11d, r11d
 	for k, l := range locs {
 		if l.reg >= 0 {
 			b.cmpScript(x86ArgNums[l.reg], ctxOff(k))
@@ -397,6 +399,7 @@ func (x86) nativeBody(at, fail uint64, locs []slotLoc) ([]byte, error) {
 			b.cmpScript(xRAX, ctxOff(k))
 		}
 	}
+	b.flush()
 	b.advance()
 	return b.a, b.err
 }
