@@ -75,8 +75,8 @@
 // # Two ways of checking, one verdict
 //
 // By default the expectation is compiled into a script in guest memory and every stub
-// checks its call with loads and compares (native.go): Go hooks cost ~0.2 µs each and a
-// 2-program call meets ten of them. A failing run is replayed with Options.Trace, where
+// checks its call with loads and compares (native.go), or-ing the differences together
+// and branching once: Go hooks cost ~0.2 µs each and a 2-program call meets ten of them. A failing run is replayed with Options.Trace, where
 // Go hooks record every call and the Go oracle explains the failure. (The emulated checks
 // compare the caller's frame once, after the run, and use r12/r13 (x21/x22) as the
 // script cursor and run_ctx, which a trampoline that touched them fails anyway.) The
@@ -112,22 +112,25 @@
 // the trampoline makes, and the trampoline, interleaved, with stubs that only return.
 // Checked native calls run at ~40 M hits/s (BenchmarkNativeChecked).
 //
-// # Cost (go test -run '^$' -bench . ./emu/, shared 2-core AMD EPYC, libunicorn 2.0.1)
+// # Cost (BenchmarkBatch, BenchmarkPerCall; one pinned core of a shared 2-core Xeon VM)
 //
-// 2-program image (fentry + fexit, 6.12), every call checked:
+// 2-program image (fentry + fexit, 6.12), every call checked; best of 5 rounds, ns per hit,
+// libunicorn 2.1.4 (2.0.1 in brackets); the README has medians and how they were taken:
 //
-//	                                      x86-64          arm64
-//	batch (Count 20000)                   ~540 k hits/s   ~530 k hits/s  (1.8-1.9 µs/hit)
-//	per call (Call(1))                    2.8 µs          2.6 µs
-//	bare run, same instructions           2.4 µs          2.5 µs         (1.16x, 1.05x)
-//	bare run, minimal stubs               2.1 µs          2.0 µs         (1.36x, 1.26x)
-//	per call traced by Go hooks           7.7 µs          7.9 µs
+//	                                      x86-64               arm64
+//	batch (Count 20000)                   862  (2739)  1.16 M/s  1008 (2265)  0.99 M/s
+//	batch, same loop bare                 770  (2724)            1005 (2330)
+//	batch, bare with minimal stubs        328  (2488)             465 (2637)
+//	per call (Call(1))                    1665 (4247)            2123 (3819)
+//	bare start/stop, same instructions    1394 (4861)            1769 (3918)  (1.2x, 1.2x)
+//	per call traced by Go hooks           7878                   9289
 //
-// 1 M hits/s is not reached. The instruction budget (uc_emu_start's count) costs a C call
-// per instruction: ~0.6 µs of the 1.8 µs; without it batch mode measured ~770 k (x86)
-// and ~850 k (arm64) hits/s. A timeout instead of a count is worse: libunicorn's timer
-// thread wakes every 2 µs and slowed x86 runs to ~50 µs per call. What remains is mostly
-// stores: the x86 call makes 19 (push rbp, the rbx, count and argument slots, cookies,
-// the return value slot, and a return address for each of its 9 calls plus the caller's
-// and the patch site's), each ~62 ns in libunicorn 2.0.x, ~1.2 µs together.
+// On 2.1 what a checked call costs is per translated block: each pays the budget's block
+// hook (budget.c: a third of x86-64's host instructions, a fifth of arm64's) and Unicorn's
+// exit check, and each return or indirect branch a jump-cache lookup. So the stubs' checks
+// or their differences into one register and branch once (native.go); which compare failed
+// is for the replay to say. Stores are on Unicorn's fast path only on the stack, which the
+// harness takes out of the always-on fault hook (Engine.FastStores): before, every push
+// took the slow path and cost a third of an x86-64 call. 2.0.x sends every store down its
+// not-dirty path (~62 ns), whatever the harness does.
 package emu
