@@ -31,7 +31,7 @@ func TestFrameChangePrintsSlot(t *testing.T) {
 	code := []byte{0x48, 0xb8} // movabs rax, slot
 	code = binary.LittleEndian.AppendUint64(code, slot)
 	code = append(code, 0x48, 0xc7, 0x00, 0x44, 0x33, 0x22, 0x11) // mov qword [rax], 0x11223344
-	code = append(code, 0xc3)                                      // ret
+	code = append(code, 0xc3)                                     // ret
 	r, err := RunImage(c.Request, code, Options{Args: []uint64{0x1111, 0x2222}})
 	if err != nil {
 		t.Fatal(err)
