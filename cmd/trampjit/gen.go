@@ -20,6 +20,7 @@ type requestFlags struct {
 	request                      string
 	btf, fn, proto, kernel, arch string
 	fentry, fexit, modret, lsm   int
+	fsession, sessionCookies     int
 	sleepable, funcIP            bool
 	cookies                      string
 	ibt, rethunk, callDepth      bool
@@ -36,6 +37,8 @@ func (r *requestFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.fexit, "fexit", 0, "number of fexit programs")
 	fs.IntVar(&r.modret, "fmod-ret", 0, "number of fmod_ret programs")
 	fs.IntVar(&r.lsm, "lsm", 0, "number of lsm programs")
+	fs.IntVar(&r.fsession, "fsession", 0, "number of fsession programs (profiles with BPF_TRACE_FSESSION: "+fsessionKernels()+")")
+	fs.IntVar(&r.sessionCookies, "session-cookie", 0, "how many of the fsession programs (the first ones) call bpf_session_cookie")
 	fs.BoolVar(&r.sleepable, "sleepable", false, "programs are sleepable")
 	fs.BoolVar(&r.funcIP, "func-ip", false, "programs call bpf_get_func_ip (sets IP_ARG)")
 	fs.StringVar(&r.cookies, "cookie", "", "BPF cookie for every program, or a comma list in attach order")
@@ -73,7 +76,7 @@ func (r *requestFlags) build(fs *flag.FlagSet) (*jit.Request, error) {
 	counts := []struct {
 		kind jit.Kind
 		n    int
-	}{{jit.Fentry, r.fentry}, {jit.Fexit, r.fexit}, {jit.ModRet, r.modret}, {jit.LSM, r.lsm}}
+	}{{jit.Fentry, r.fentry}, {jit.Fexit, r.fexit}, {jit.ModRet, r.modret}, {jit.LSM, r.lsm}, {jit.Fsession, r.fsession}}
 	total := 0
 	for _, k := range counts {
 		if k.n < 0 {
@@ -84,13 +87,18 @@ func (r *requestFlags) build(fs *flag.FlagSet) (*jit.Request, error) {
 			return nil, usageErr("%d programs on one trampoline: the kernel allows %d (BPF_MAX_TRAMP_LINKS) and fails the link with E2BIG", total, btfmodel.MaxTrampLinks)
 		}
 	}
+	if r.sessionCookies < 0 || r.sessionCookies > r.fsession {
+		return nil, usageErr("--session-cookie %d: a cookie is an fsession program's, and there are %d (--fsession)", r.sessionCookies, r.fsession)
+	}
 	for _, k := range counts {
 		for i := 0; i < k.n; i++ {
-			req.Progs = append(req.Progs, jit.Prog{Kind: k.kind, Sleepable: r.sleepable, FuncIP: r.funcIP})
+			p := jit.Prog{Kind: k.kind, Sleepable: r.sleepable, FuncIP: r.funcIP}
+			p.SessionCookie = k.kind == jit.Fsession && i < r.sessionCookies
+			req.Progs = append(req.Progs, p)
 		}
 	}
 	if len(req.Progs) == 0 {
-		return nil, usageErr("no programs: give --fentry N, --fexit N, --fmod-ret N or --lsm N (or --request FILE)")
+		return nil, usageErr("no programs: give --fentry N, --fexit N, --fmod-ret N, --lsm N or --fsession N (or --request FILE)")
 	}
 	if r.cookies != "" {
 		parts := strings.Split(r.cookies, ",")
@@ -189,4 +197,15 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		return o.commit()
 	}
 	return nil
+}
+
+// fsessionKernels names the profiles that have fsession, for the flag's help.
+func fsessionKernels() string {
+	var ks []string
+	for _, p := range btfmodel.Profiles {
+		if p.Kernel.Has(btfmodel.CapFsession) {
+			ks = append(ks, string(p.Kernel))
+		}
+	}
+	return strings.Join(ks, ", ")
 }
