@@ -1,7 +1,6 @@
 package emu_test
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -13,7 +12,6 @@ import (
 	"github.com/trampjit/trampjit/emu"
 	uc "github.com/trampjit/trampjit/emu/unicorn"
 	"github.com/trampjit/trampjit/jit"
-	"github.com/trampjit/trampjit/kernel"
 )
 
 // profiles are the arch/kernel pairs with kernel-function targets; arm64 6.1 traces only
@@ -206,20 +204,7 @@ func TestStackGarbage(t *testing.T) {
 // TestOracleCatches runs the kernel's own image against requests it does not implement:
 // the oracle must say precisely what differs.
 func TestOracleCatches(t *testing.T) {
-	cases, err := kernel.ReadCorpus("../testdata/kernel/6.12-amd64")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c *kernel.CorpusCase
-	for i := range cases {
-		if cases[i].ID == "bpf_fentry_test2-fentry-fexit" {
-			c = &cases[i]
-		}
-	}
-	if c == nil {
-		t.Fatal("bpf_fentry_test2-fentry-fexit not in the corpus")
-	}
-	code, _ := hex.DecodeString(c.Image)
+	c, code := kernelCase(t, "6.12-amd64", "bpf_fentry_test2-fentry-fexit")
 	for _, tc := range []struct {
 		edit  func(*jit.Request)
 		check string

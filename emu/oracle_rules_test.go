@@ -2,12 +2,10 @@ package emu_test
 
 import (
 	"bytes"
-	"encoding/hex"
 	"strings"
 	"testing"
 
 	"github.com/trampjit/trampjit/emu"
-	"github.com/trampjit/trampjit/kernel"
 )
 
 // The oracle checks what the original receives: the kernel's own fexit image for
@@ -15,20 +13,7 @@ import (
 // (`mov -0x10(%rbp),%rsi`, 48 8b 75 f0) pointed one slot lower must fail CheckOriginal
 // on argument slot 1, and only with the patch.
 func TestOracleChecksOriginalArgs(t *testing.T) {
-	cases, err := kernel.ReadCorpus("../testdata/kernel/6.12-amd64")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c *kernel.CorpusCase
-	for i := range cases {
-		if cases[i].ID == "bpf_fentry_test2-fentry-fexit" {
-			c = &cases[i]
-		}
-	}
-	if c == nil {
-		t.Fatal("bpf_fentry_test2-fentry-fexit not in the corpus")
-	}
-	code, _ := hex.DecodeString(c.Image)
+	c, code := kernelCase(t, "6.12-amd64", "bpf_fentry_test2-fentry-fexit")
 	restore := []byte{0x48, 0x8b, 0x75, 0xf0}
 	if bytes.Count(code, restore) != 1 {
 		t.Fatalf("the image has %d `mov -0x10(%%rbp),%%rsi`, want 1", bytes.Count(code, restore))
@@ -57,20 +42,7 @@ func TestOracleChecksOriginalArgs(t *testing.T) {
 // return value for fexit moved off ctx[2] (CheckRetval), the call to the original turned
 // into a 5-byte NOP (CheckOriginal: not called).
 func TestOracleChecksPatchedImage(t *testing.T) {
-	cases, err := kernel.ReadCorpus("../testdata/kernel/6.12-amd64")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c *kernel.CorpusCase
-	for i := range cases {
-		if cases[i].ID == "bpf_fentry_test2-fentry-fexit" {
-			c = &cases[i]
-		}
-	}
-	if c == nil {
-		t.Fatal("bpf_fentry_test2-fentry-fexit not in the corpus")
-	}
-	code, _ := hex.DecodeString(c.Image)
+	c, code := kernelCase(t, "6.12-amd64", "bpf_fentry_test2-fentry-fexit")
 	orig := -1
 	for i := 0; i+5 <= len(code); i++ {
 		rel := int32(uint32(code[i+1]) | uint32(code[i+2])<<8 | uint32(code[i+3])<<16 | uint32(code[i+4])<<24)
