@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +29,7 @@ import (
 var (
 	update         = flag.Bool("update", false, "boot the kernels and rewrite testdata/verifier/expected-*.json")
 	updateProfiles = flag.String("updateprofiles", "", "with -update: only these profiles (comma-separated, e.g. 7.2-amd64,7.2-arm64)")
+	updateFiles    = flag.String("updatefiles", "", "with -update: boot only the programs of these files (comma-separated base names, e.g. subprog.bpf.o,kfunc.json) and keep the other entries")
 )
 
 const truthDir = "../testdata/verifier"
@@ -220,14 +223,56 @@ func truthDiff(e expectedProgram, got verifier.Result) string {
 	return ""
 }
 
-// updateGroundTruth boots each profile's kernel and rewrites its expected file.
+// updateGroundTruth boots each profile's kernel and rewrites its expected file. With
+// -updatefiles only those files' programs are loaded; the other entries stay as they were.
+// A lock file serialises concurrent updates of the same expected files.
 func updateGroundTruth(t *testing.T) {
+	only := map[string]bool{}
+	for _, f := range strings.Split(*updateFiles, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			only[f] = true
+		}
+	}
+	lock, err := os.OpenFile(filepath.Join(truthDir, ".expected.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
 	for _, profile := range truthProfiles {
 		if *updateProfiles != "" && !strings.Contains(","+*updateProfiles+",", ","+profile+",") {
 			continue
 		}
 		env := profileEnv(t, profile)
-		progs := truthPrograms(t, env, true)
+		all := truthPrograms(t, env, true)
+		var progs []truthProgram
+		for _, p := range all {
+			if len(only) == 0 || only[p.file] {
+				progs = append(progs, p)
+			}
+		}
+		for f := range only {
+			if !slices.ContainsFunc(all, func(p truthProgram) bool { return p.file == f }) {
+				t.Fatalf("-updatefiles %s: no such file with programs in %s", f, truthDir)
+			}
+		}
+		old := map[string]expectedProgram{}
+		path := filepath.Join(truthDir, "expected-"+profile+".json")
+		if len(only) > 0 {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var prev expectedFile
+			if err := json.Unmarshal(data, &prev); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			for _, e := range prev.Programs {
+				old[e.File+":"+e.Name] = e
+			}
+		}
 		wps := make([]wire.VerifyProgram, len(progs))
 		for i, p := range progs {
 			wps[i] = p.wire
@@ -238,22 +283,37 @@ func updateGroundTruth(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", profile, err)
 		}
-		exp := expectedFile{Kernel: profile}
+		fresh := map[string]expectedProgram{}
 		for i, r := range res {
 			if r.Stage == "guest" || r.Stage == "agent" || r.Stage == "request" {
 				t.Fatalf("%s: %s: not verified (%s): %s", profile, progs[i].prog.Name, r.Stage, r.Error)
 			}
-			exp.Programs = append(exp.Programs, expectedProgram{File: progs[i].file, Name: progs[i].prog.Name,
-				Section: progs[i].prog.Section, Accepted: r.Accepted, Errno: r.Errno, Error: r.Error})
+			e := expectedProgram{File: progs[i].file, Name: progs[i].prog.Name,
+				Section: progs[i].prog.Section, Accepted: r.Accepted, Errno: r.Errno, Error: r.Error}
 			if !r.Accepted {
-				exp.Programs[len(exp.Programs)-1].First = firstMessage(r.Log)
+				e.First = firstMessage(r.Log)
+			}
+			fresh[e.File+":"+e.Name] = e
+		}
+		exp := expectedFile{Kernel: profile}
+		for _, p := range all {
+			key := p.file + ":" + p.prog.Name
+			if e, ok := fresh[key]; ok {
+				exp.Programs = append(exp.Programs, e)
+			} else if e, ok := old[key]; ok {
+				exp.Programs = append(exp.Programs, e)
 			}
 		}
 		data, err := json.MarshalIndent(exp, "", "  ")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(truthDir, "expected-"+profile+".json"), append(data, '\n'), 0o644); err != nil {
+		// Whole or nothing: a reader never sees half a file.
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -20,6 +20,9 @@ func (c *checker) jmp(in *insn) (int, bool, error) {
 			c.logf("BPF_EXIT uses reserved fields")
 			return 0, false, reject("EINVAL")
 		}
+		if err := c.checkReferenceLeak(); err != nil {
+			return 0, false, err
+		}
 		return 0, true, c.checkReturn()
 	case "jmp":
 		if in.isX() || in.src != 0 || in.dst != 0 || (!is32 && in.imm != 0) || (is32 && in.off != 0) {

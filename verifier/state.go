@@ -40,6 +40,8 @@ type reg struct {
 	off   int32
 	v     scalar
 	id    uint32
+	// refObjID is ref_obj_id: the acquired reference this pointer must be released through.
+	refObjID uint32
 	// PTR_TO_BTF_ID: the pointee struct or union (modifiers skipped) and its name.
 	btfType btf.Type
 	// PTR_TO_MAP_VALUE / CONST_PTR_TO_MAP: index into Program.Maps.
@@ -87,7 +89,8 @@ type state struct {
 	allocated int
 	// written is the slots fully written since the last checkpoint (REG_LIVE_WRITTEN).
 	written uint64
-	// inRCU tracks bpf_rcu_read_lock sections (not modelled: non-sleepable progs are in RCU).
+	// refs are the acquired references (acquired_refs), in the order taken.
+	refs   []refState
 	parent *visit
 }
 
@@ -105,6 +108,7 @@ type visit struct {
 
 func (s *state) clone() *state {
 	c := *s
+	c.refs = append([]refState(nil), s.refs...)
 	return &c
 }
 

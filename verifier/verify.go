@@ -485,7 +485,7 @@ func (c *checker) mainArgMatch() {
 func regsExact(a, b *state) bool {
 	for i := range a.regs {
 		x, y := &a.regs[i], &b.regs[i]
-		if x.v != y.v || x.typ != y.typ || x.flags != y.flags || x.off != y.off || x.id != y.id ||
+		if x.v != y.v || x.typ != y.typ || x.flags != y.flags || x.off != y.off || x.id != y.id || x.refObjID != y.refObjID ||
 			x.mapIdx != y.mapIdx || x.memSize != y.memSize || x.btfType != y.btfType {
 			return false
 		}
