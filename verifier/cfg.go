@@ -40,10 +40,15 @@ func (c *checker) checkSubprogs() error {
 		if in.filler {
 			continue
 		}
-		if in.class() == clsJMP && in.op() == 0x80 && (in.src == pseudoCall || in.src == pseudoKfunc) {
-			c.note("bpf-to-bpf calls and kfuncs are not modelled (insn %d)", i)
-			c.logf("model: bpf-to-bpf calls and kfunc calls are not modelled")
-			return reject("EINVAL")
+		if in.class() == clsJMP && in.op() == 0x80 && in.src == pseudoCall {
+			if err := c.addSubprog(i); err != nil {
+				return err
+			}
+		}
+		if in.class() == clsJMP && in.op() == 0x80 && in.src == pseudoKfunc {
+			if err := c.addKfunc(i); err != nil {
+				return err
+			}
 		}
 		if !c.has(btfmodel.CapVerifierCPUv4) && in.class() == clsLDX && (in.mode() != modeMEM || in.imm != 0) {
 			c.logf("BPF_LDX uses reserved fields") // 6.1 predates BPF_MEMSX

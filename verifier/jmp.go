@@ -10,6 +10,12 @@ func (c *checker) jmp(in *insn) (int, bool, error) {
 	op := jmpOps[in.op()>>4]
 	switch op {
 	case "call":
+		switch {
+		case !in.isX() && in.dst == 0 && !is32 && in.src == pseudoCall:
+			return c.idx + 1, false, c.subprogCall(in)
+		case !in.isX() && in.dst == 0 && !is32 && in.src == pseudoKfunc:
+			return c.idx + 1, false, c.kfuncCall(in)
+		}
 		if in.isX() || in.off != 0 || in.src != 0 || in.dst != 0 || is32 {
 			c.logf("BPF_CALL uses reserved fields")
 			return 0, false, reject("EINVAL")

@@ -167,7 +167,7 @@ func (c *checker) covers(ov *visit, cur *state, i int) bool {
 			return false
 		}
 	}
-	return true
+	return refsafe(old, cur, ids)
 }
 
 func (c *checker) regCovers(o, n *reg, precise bool, ids map[uint32]uint32) bool {

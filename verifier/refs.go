@@ -53,3 +53,19 @@ func (c *checker) checkReferenceLeak() error {
 	}
 	return nil
 }
+
+// refsafe is the references part of states_equal: the same references, ids up to the
+// renaming the register comparison established.
+func refsafe(old, cur *state, ids map[uint32]uint32) bool {
+	if len(old.refs) != len(cur.refs) {
+		return false
+	}
+	for i := range old.refs {
+		o, n := old.refs[i].id, cur.refs[i].id
+		if m, ok := ids[o]; ok && m != n {
+			return false
+		}
+		ids[o] = n
+	}
+	return true
+}
