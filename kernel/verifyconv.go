@@ -230,5 +230,66 @@ func mapFromSpec(name string, ms *ebpf.MapSpec) (wire.VerifyMap, error) {
 	}
 	// cilium/ebpf and libbpf freeze read-only data sections, so the verifier may rely on them.
 	m.Freeze = strings.HasPrefix(name, ".rodata") || name == ".kconfig"
+	if mapNeedsBTF(typ, ms.Value) {
+		if err := mapBTF(&m, ms); err != nil {
+			return m, fmt.Errorf("map %q: %w", name, err)
+		}
+	}
 	return m, nil
+}
+
+// mapNeedsBTF: local storage maps are refused without key and value BTF
+// (bpf_local_storage_map_alloc_check, kernel/bpf/bpf_local_storage.c), and a bpf_spin_lock
+// in a value is only found through the value's BTF (btf_parse_fields). libbpf creates
+// every map with BTF; the backend does so only where the kernel's answer depends on it.
+func mapNeedsBTF(typ string, value btf.Type) bool {
+	switch typ {
+	case "sk_storage", "inode_storage", "task_storage", "cgrp_storage":
+		return true
+	}
+	return value != nil && hasSpinLock(value, 0)
+}
+
+// hasSpinLock: a struct bpf_spin_lock in t, at any depth of nested structs.
+func hasSpinLock(t btf.Type, depth int) bool {
+	if depth > 8 {
+		return false
+	}
+	switch u := btf.UnderlyingType(t).(type) {
+	case *btf.Struct:
+		if u.Name == "bpf_spin_lock" {
+			return true
+		}
+		for _, m := range u.Members {
+			if hasSpinLock(m.Type, depth+1) {
+				return true
+			}
+		}
+	case *btf.Array:
+		return hasSpinLock(u.Type, depth+1)
+	}
+	return false
+}
+
+// mapBTF gives m a BTF blob with the object's key and value types, as libbpf's
+// bpf_map_create does with btf_key_type_id and btf_value_type_id.
+func mapBTF(m *wire.VerifyMap, ms *ebpf.MapSpec) error {
+	if ms.Key == nil || ms.Value == nil {
+		return fmt.Errorf("needs key and value BTF (__type(key, ...), __type(value, ...))")
+	}
+	var b btf.Builder
+	kid, err := b.Add(ms.Key)
+	if err != nil {
+		return fmt.Errorf("key BTF: %w", err)
+	}
+	vid, err := b.Add(ms.Value)
+	if err != nil {
+		return fmt.Errorf("value BTF: %w", err)
+	}
+	raw, err := b.Marshal(nil, btf.KernelMarshalOptions())
+	if err != nil {
+		return fmt.Errorf("map BTF: %w", err)
+	}
+	m.BTF, m.BTFKeyTypeID, m.BTFValueTypeID = raw, uint32(kid), uint32(vid)
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
 	"github.com/trampjit/trampjit/kernel/wire"
@@ -168,6 +169,16 @@ func createMap(ms wire.VerifyMap) (int, error) {
 		MaxEntries: ms.MaxEntries, MapFlags: ms.Flags, MapName: objName(ms.Name)}
 	if ms.Type == "perf_event_array" && attr.MaxEntries == 0 {
 		attr.MaxEntries = uint32(runtime.NumCPU()) // as libbpf and cilium/ebpf fill it in
+	}
+	if len(ms.BTF) > 0 {
+		// libbpf's bpf_map_create with btf_fd: local storage maps (bpf_local_storage_map_alloc_check
+		// wants key and value BTF) and values with a bpf_spin_lock need it.
+		h, err := btf.NewHandleFromRawBTF(ms.BTF)
+		if err != nil {
+			return -1, fmt.Errorf("load the map's BTF: %w", err)
+		}
+		defer h.Close() // the map holds its own reference
+		attr.BTFFD, attr.BTFKeyTypeID, attr.BTFValueTypeID = uint32(h.FD()), ms.BTFKeyTypeID, ms.BTFValueTypeID
 	}
 	r, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_MAP_CREATE, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
 	if errno != 0 {

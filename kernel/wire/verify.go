@@ -65,6 +65,12 @@ type VerifyMap struct {
 	Flags      uint32 `json:"flags,omitempty"`
 	Data       []byte `json:"data,omitempty"`   // the value of key 0 (ELF data sections)
 	Freeze     bool   `json:"freeze,omitempty"` // BPF_MAP_FREEZE after Data (.rodata: the verifier then reads its constants)
+	// BTF is a raw BTF blob (as BPF_BTF_LOAD takes it) holding the map's key and value types,
+	// BTFKeyTypeID and BTFValueTypeID their ids in it: libbpf's map creation with btf_fd.
+	// Local storage maps need it, as do values holding a struct bpf_spin_lock.
+	BTF            []byte `json:"btf,omitempty"`
+	BTFKeyTypeID   uint32 `json:"btf_key_type_id,omitempty"`
+	BTFValueTypeID uint32 `json:"btf_value_type_id,omitempty"`
 }
 
 // MapRef says that the ld_imm64 at raw instruction index Insn (src_reg BPF_PSEUDO_MAP_FD or
