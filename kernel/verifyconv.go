@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -38,28 +39,32 @@ func ProgramFromInstructions(p wire.VerifyProgram, insns asm.Instructions) (wire
 	}
 	var b btf.Builder
 	ext := len(insns) > 0 && btf.FuncMetadata(&insns[0]) != nil
-	if err := encodeProgram(&p, slices.Clone(insns), &b, ext); err != nil {
+	if err := encodeProgram(&p, slices.Clone(insns), &b, ext, nil); err != nil {
 		return p, err
 	}
 	return p, p.Validate()
 }
 
 // ProgramForSection starts a program from a libbpf section name: "fentry/F", "fexit/F",
-// "fmod_ret/F" or "lsm/HOOK", each optionally sleepable with ".s" ("lsm.s/file_open").
+// "fmod_ret/F" or "lsm/HOOK", each optionally sleepable with ".s" ("lsm.s/file_open"), or
+// "tp_btf/TRACEPOINT"; a leading '?' (libbpf: autoload off) is dropped.
 func ProgramForSection(name, section string) (wire.VerifyProgram, error) {
+	section = strings.TrimPrefix(section, "?")
 	kind, target, ok := strings.Cut(section, "/")
 	if !ok || target == "" {
 		return wire.VerifyProgram{}, fmt.Errorf("section %q: want <kind>/<function>", section)
 	}
 	p := wire.VerifyProgram{Name: name, Type: "tracing", AttachTo: target, License: "GPL"}
 	kind, p.Sleepable = strings.CutSuffix(kind, ".s")
-	switch kind {
-	case "fentry", "fexit", "fmod_ret":
+	switch {
+	case kind == "fentry" || kind == "fexit" || kind == "fmod_ret":
 		p.AttachType = kind
-	case "lsm":
+	case kind == "lsm":
 		p.Type, p.AttachType = "lsm", "lsm_mac"
+	case kind == "tp_btf" && !p.Sleepable:
+		p.AttachType = "raw_tp"
 	default:
-		return p, fmt.Errorf("section %q: want fentry, fexit, fmod_ret or lsm (optionally .s)", section)
+		return p, fmt.Errorf("section %q: want fentry, fexit, fmod_ret or lsm (optionally .s), or tp_btf", section)
 	}
 	return p, nil
 }
@@ -76,13 +81,28 @@ type ELFOptions struct {
 }
 
 // ProgramsFromELF reads an object built by clang (SEC("fentry/tcp_v4_connect"),
-// SEC("lsm.s/file_open"), ...) with cilium/ebpf, applies its CO-RE relocations on the host
-// and returns its programs, sorted by name, each with the maps it refers to. Kfunc calls
-// travel by name; other externs (.kconfig, __ksym variables) are not supported.
+// SEC("lsm.s/file_open"), SEC("tp_btf/sched_switch"), ...) with cilium/ebpf, applies its
+// CO-RE relocations on the host and returns its programs, sorted by name, each with the maps
+// it refers to. Kfunc calls and __ksym variables travel by name; .kconfig externs are not
+// supported. Programs of other types are skipped (ProgramsFromELFSkipped says which).
 func ProgramsFromELF(path string, o ELFOptions) ([]wire.VerifyProgram, error) {
+	progs, _, err := ProgramsFromELFSkipped(path, o)
+	return progs, err
+}
+
+// SkippedProgram is a program of an object the backend does not load, and why.
+type SkippedProgram struct {
+	Name, Section, Reason string
+}
+
+// ProgramsFromELFSkipped is ProgramsFromELF that also names the programs it skipped:
+// TRACING programs other than fentry, fexit, fmod_ret and tp_btf, LSM programs other than
+// BPF_LSM_MAC, and every other program type (kprobes, tracepoints, iterators, ...). The
+// object is still loaded: libbpf would load each with its own rules.
+func ProgramsFromELFSkipped(path string, o ELFOptions) ([]wire.VerifyProgram, []SkippedProgram, error) {
 	spec, err := ebpf.LoadCollectionSpec(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	names := make([]string, 0, len(spec.Programs))
 	for n := range spec.Programs {
@@ -90,17 +110,47 @@ func ProgramsFromELF(path string, o ELFOptions) ([]wire.VerifyProgram, error) {
 	}
 	sort.Strings(names)
 	var out []wire.VerifyProgram
+	var skipped []SkippedProgram
+	ksyms := objectKsyms(path, spec)
 	for _, n := range names {
-		p, err := programFromSpec(spec, spec.Programs[n], o)
+		ps := spec.Programs[n]
+		if why := unloadable(ps); why != "" {
+			skipped = append(skipped, SkippedProgram{Name: n, Section: ps.SectionName, Reason: why})
+			continue
+		}
+		p, err := programFromSpec(spec, ps, o, ksyms)
 		if err != nil {
-			return nil, fmt.Errorf("%s: program %s (%s): %w", path, n, spec.Programs[n].SectionName, err)
+			return nil, nil, fmt.Errorf("%s: program %s (%s): %w", path, n, ps.SectionName, err)
 		}
 		out = append(out, p)
 	}
-	return out, nil
+	return out, skipped, nil
 }
 
-func programFromSpec(cs *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, o ELFOptions) (wire.VerifyProgram, error) {
+// unloadable says why the backend does not load a program ("" when it does); the words
+// match verifier.Unverifiable.
+func unloadable(ps *ebpf.ProgramSpec) string {
+	switch ps.Type {
+	case ebpf.Tracing:
+		switch ps.AttachType {
+		case ebpf.AttachTraceFEntry, ebpf.AttachTraceFExit, ebpf.AttachModifyReturn, ebpf.AttachTraceRawTp:
+			return ""
+		case ebpf.AttachTraceIter:
+			return "iterator programs (BPF_TRACE_ITER) are not modelled"
+		}
+		return fmt.Sprintf("tracing programs attached as %s are not modelled", ps.AttachType)
+	case ebpf.LSM:
+		if ps.AttachType == ebpf.AttachLSMMac {
+			return ""
+		}
+		return fmt.Sprintf("LSM programs attached as %s are not modelled", ps.AttachType)
+	case ebpf.UnspecifiedProgram:
+		return "libbpf knows no program type for this section"
+	}
+	return fmt.Sprintf("%s programs are not modelled (only fentry, fexit, fmod_ret, lsm and tp_btf)", ps.Type)
+}
+
+func programFromSpec(cs *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, o ELFOptions, ksyms map[string]wire.KsymRef) (wire.VerifyProgram, error) {
 	p := wire.VerifyProgram{Name: ps.Name, AttachTo: ps.AttachTo, License: ps.License,
 		Sleepable: ps.Flags&bpfFSleepable != 0}
 	switch ps.Type {
@@ -120,8 +170,10 @@ func programFromSpec(cs *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, o ELFOptions
 		p.AttachType = "fmod_ret"
 	case ebpf.AttachLSMMac:
 		p.AttachType = "lsm_mac"
+	case ebpf.AttachTraceRawTp:
+		p.AttachType = "raw_tp"
 	default:
-		return p, fmt.Errorf("attach type %s: want fentry, fexit, fmod_ret or lsm", ps.AttachType)
+		return p, fmt.Errorf("attach type %s: want fentry, fexit, fmod_ret, tp_btf or lsm", ps.AttachType)
 	}
 	if ps.Flags&^bpfFSleepable != 0 {
 		return p, fmt.Errorf("program flags %#x: only BPF_F_SLEEPABLE is supported", ps.Flags)
@@ -148,7 +200,7 @@ func programFromSpec(cs *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, o ELFOptions
 		}
 		p.Maps = append(p.Maps, m)
 	}
-	if err := encodeProgram(&p, insns, &b, !o.NoBTF); err != nil {
+	if err := encodeProgram(&p, insns, &b, !o.NoBTF, ksyms); err != nil {
 		return p, err
 	}
 	return p, p.Validate()
@@ -156,11 +208,11 @@ func programFromSpec(cs *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, o ELFOptions
 
 // encodeProgram sets p's bytecode, map and kfunc references, and (ext) its BTF func and
 // line info, from insns (which it modifies: references to subprograms get resolved).
-func encodeProgram(p *wire.VerifyProgram, insns asm.Instructions, b *btf.Builder, ext bool) error {
+func encodeProgram(p *wire.VerifyProgram, insns asm.Instructions, b *btf.Builder, ext bool, ksyms map[string]wire.KsymRef) error {
 	if len(insns) == 0 {
 		return fmt.Errorf("no instructions")
 	}
-	p.MapRefs, p.Kfuncs = nil, nil
+	p.MapRefs, p.Kfuncs, p.Ksyms = nil, nil, nil
 	iter := insns.Iterate()
 	for iter.Next() {
 		ins, off := iter.Ins, int(iter.Offset)
@@ -178,8 +230,17 @@ func encodeProgram(p *wire.VerifyProgram, insns asm.Instructions, b *btf.Builder
 		case ins.IsKfuncCall() && ins.Reference() != "":
 			p.Kfuncs = append(p.Kfuncs, wire.KfuncRef{Insn: off, Func: ins.Reference()})
 		case ins.OpCode.IsDWordLoad() && ins.Reference() != "" && !ins.IsLoadOfFunctionPointer():
-			// __ksym variables and the like (anything else travels as it is: the kernel judges)
-			return fmt.Errorf("insn %d refers to %q, an extern the kernel backend cannot resolve", off, ins.Reference())
+			k, ok := ksyms[ins.Reference()]
+			if !ok {
+				// .kconfig and the like (anything else travels as it is: the kernel judges)
+				return fmt.Errorf("insn %d refers to %q, an extern the kernel backend cannot resolve", off, ins.Reference())
+			}
+			k.Insn = off
+			if k.Typed {
+				ins.Src = wire.PseudoBTFID // bpf_object__relocate_data: RELO_EXTERN_LD64, typed
+			}
+			ins.Constant = 0
+			p.Ksyms = append(p.Ksyms, k)
 		}
 	}
 	if ext {
@@ -292,4 +353,34 @@ func mapBTF(m *wire.VerifyMap, ms *ebpf.MapSpec) error {
 	}
 	m.BTF, m.BTFKeyTypeID, m.BTFValueTypeID = raw, uint32(kid), uint32(vid)
 	return nil
+}
+
+// objectKsyms are the object's __ksym variables, from its .ksyms DATASEC (cilium/ebpf's
+// loadKsymsSection reads the same): typed when the VAR's type is not void (libbpf then loads
+// it as BPF_PSEUDO_BTF_ID), weak from the ELF symbol's binding.
+func objectKsyms(path string, spec *ebpf.CollectionSpec) map[string]wire.KsymRef {
+	out := map[string]wire.KsymRef{}
+	var ds *btf.Datasec
+	if spec.Types == nil || spec.Types.TypeByName(".ksyms", &ds) != nil {
+		return out
+	}
+	for _, vs := range ds.Vars {
+		v, ok := vs.Type.(*btf.Var)
+		if !ok {
+			continue // kfuncs travel as KfuncRef
+		}
+		_, void := v.Type.(*btf.Void)
+		out[v.Name] = wire.KsymRef{Var: v.Name, Typed: !void}
+	}
+	if f, err := elf.Open(path); err == nil {
+		defer f.Close()
+		syms, _ := f.Symbols()
+		for _, sym := range syms {
+			if k, ok := out[sym.Name]; ok && elf.ST_BIND(sym.Info) == elf.STB_WEAK {
+				k.Weak = true
+				out[sym.Name] = k
+			}
+		}
+	}
+	return out
 }

@@ -36,9 +36,11 @@ type VerifyRequest struct {
 type VerifyProgram struct {
 	Name       string `json:"name"`        // the program's name (the kernel keeps 15 characters)
 	Type       string `json:"type"`        // "tracing" or "lsm"
-	AttachType string `json:"attach_type"` // "fentry", "fexit", "fmod_ret" or "lsm_mac"
-	// AttachTo is the kernel function as in a libbpf section name: "tcp_v4_connect", or the
-	// LSM hook "file_open" (the agent adds libbpf's "bpf_lsm_" prefix when missing).
+	AttachType string `json:"attach_type"` // "fentry", "fexit", "fmod_ret", "raw_tp" (tp_btf) or "lsm_mac"
+	// AttachTo is the kernel function as in a libbpf section name: "tcp_v4_connect", the
+	// LSM hook "file_open" (the agent adds libbpf's "bpf_lsm_" prefix when missing), or the
+	// tracepoint "sched_switch" of a raw_tp program (the agent looks up the btf_trace_
+	// typedef). "module:function" as libbpf spells it: a prefix of "vmlinux" is the kernel.
 	AttachTo  string `json:"attach_to"`
 	Sleepable bool   `json:"sleepable,omitempty"` // BPF_F_SLEEPABLE
 	License   string `json:"license"`
@@ -48,6 +50,7 @@ type VerifyProgram struct {
 	Maps    []VerifyMap `json:"maps,omitempty"`
 	MapRefs []MapRef    `json:"map_refs,omitempty"`
 	Kfuncs  []KfuncRef  `json:"kfuncs,omitempty"`
+	Ksyms   []KsymRef   `json:"ksyms,omitempty"`
 	// BTF, FuncInfo and LineInfo are optional: the program's own BTF (raw, as BPF_BTF_LOAD
 	// takes it) and its bpf_func_info (8-byte) and bpf_line_info (16-byte) records.
 	BTF      []byte `json:"btf,omitempty"`
@@ -87,6 +90,18 @@ type KfuncRef struct {
 	Func string `json:"func"`
 }
 
+// KsymRef says that the ld_imm64 at raw instruction index Insn loads the kernel variable
+// Var (an __ksym extern), as libbpf resolves it (bpf_object__resolve_ksyms): a typed one
+// (src_reg BPF_PSEUDO_BTF_ID) gets the vmlinux BTF id of the VAR in imm, a typeless one
+// (src_reg 0) its /proc/kallsyms address in imm and the next imm. A Weak one the kernel
+// lacks resolves to 0, as libbpf's does.
+type KsymRef struct {
+	Insn  int    `json:"insn"`
+	Var   string `json:"var"`
+	Typed bool   `json:"typed,omitempty"`
+	Weak  bool   `json:"weak,omitempty"`
+}
+
 // VerifyResult is the kernel's verdict on one program.
 type VerifyResult struct {
 	Index    int    `json:"index"` // position in the request
@@ -105,12 +120,15 @@ type VerifyResult struct {
 	// Truncated: the log outgrew VerifyRequest.LogLimit; the verdict comes from a second
 	// load without a log.
 	Truncated bool `json:"truncated,omitempty"`
+	// BTFDropped: the kernel refused the program's BTF (BPF_BTF_LOAD), so the program was
+	// loaded without BTF, func and line info, as libbpf does; this is the refusal.
+	BTFDropped string `json:"btf_dropped,omitempty"`
 }
 
 // Program types and attach types (include/uapi/linux/bpf.h).
 var (
 	ProgTypes   = map[string]uint32{"tracing": 26, "lsm": 29}
-	AttachTypes = map[string]uint32{"fentry": 24, "fexit": 25, "fmod_ret": 26, "lsm_mac": 27}
+	AttachTypes = map[string]uint32{"raw_tp": 23, "fentry": 24, "fexit": 25, "fmod_ret": 26, "lsm_mac": 27}
 )
 
 // MapTypes numbers enum bpf_map_type by its lower-case name without BPF_MAP_TYPE_.
@@ -143,6 +161,7 @@ const (
 	PseudoMapFD     = 1
 	PseudoMapValue  = 2
 	PseudoKfuncCall = 2 // src_reg of a call
+	PseudoBTFID     = 3 // src_reg of a ld_imm64 of a typed __ksym
 )
 
 // Bytecode is raw BPF instructions; in JSON, hex (whitespace is allowed when reading, so
@@ -183,7 +202,7 @@ func (p *VerifyProgram) Validate() error {
 		return fmt.Errorf("program %q: type %q: want tracing or lsm", p.Name, p.Type)
 	}
 	if _, ok := AttachTypes[p.AttachType]; !ok {
-		return fmt.Errorf("program %q: attach type %q: want fentry, fexit, fmod_ret or lsm_mac", p.Name, p.AttachType)
+		return fmt.Errorf("program %q: attach type %q: want fentry, fexit, fmod_ret, raw_tp or lsm_mac", p.Name, p.AttachType)
 	}
 	if p.AttachTo == "" {
 		return fmt.Errorf("program %q: no attach target", p.Name)
@@ -215,6 +234,14 @@ func (p *VerifyProgram) Validate() error {
 	for _, k := range p.Kfuncs {
 		if k.Insn < 0 || k.Insn >= p.Insns.Len() || p.Insns.Op(k.Insn) != OpCall || p.Insns.Src(k.Insn) != PseudoKfuncCall {
 			return fmt.Errorf("program %q: kfunc %q at insn %d: not a kfunc call", p.Name, k.Func, k.Insn)
+		}
+	}
+	for _, k := range p.Ksyms {
+		if k.Insn < 0 || k.Insn+1 >= p.Insns.Len() || p.Insns.Op(k.Insn) != OpLdImm64 {
+			return fmt.Errorf("program %q: ksym %q at insn %d: not a ld_imm64", p.Name, k.Var, k.Insn)
+		}
+		if want := map[bool]uint8{true: PseudoBTFID, false: 0}[k.Typed]; p.Insns.Src(k.Insn) != want {
+			return fmt.Errorf("program %q: ksym %q at insn %d: src_reg %d, want %d", p.Name, k.Var, k.Insn, p.Insns.Src(k.Insn), want)
 		}
 	}
 	if (len(p.FuncInfo) > 0 || len(p.LineInfo) > 0) && len(p.BTF) == 0 {
