@@ -2,6 +2,7 @@ package verifier_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/trampjit/trampjit/kernel"
 	"github.com/trampjit/trampjit/kernel/wire"
@@ -27,6 +30,7 @@ var (
 	fuzzSeed    = flag.Int64("fuzzseed", 1, "generator seed")
 	fuzzBatch   = flag.Int("fuzzbatch", 1000, "programs per guest boot")
 	fuzzOut     = flag.String("fuzzout", "", "write every disagreeing program and both answers to this file")
+	fuzzJSON    = flag.String("fuzzjson", "", "write every disagreement, grouped by kind, with programs and both answers, as JSON to this file")
 )
 
 // fuzzKnown are disagreement kinds (matched against the kind string) that KNOWN_GAPS.md
@@ -48,9 +52,12 @@ func TestDifferentialFuzz(t *testing.T) {
 		kern    kernel.VerifyResult
 		kind    string
 		explain bool
+		shape   string
 	}
 	var all []disagreement
 	agree, total, kernelAccepted := 0, 0, 0
+	shapes := map[string]*fuzzShapeCount{}
+	var kernelTime, modelTime time.Duration
 	for done := 0; done < *fuzzCount; {
 		n := min(*fuzzBatch, *fuzzCount-done)
 		progs := make([]verifier.Program, n)
@@ -63,28 +70,43 @@ func TestDifferentialFuzz(t *testing.T) {
 			}
 			wps[i] = wp
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+		start := time.Now()
 		res, err := kernel.Verify(ctx, kernel.VerifyOptions{Kernel: string(env.Kernel), Arch: string(env.Arch), Programs: wps, Progress: os.Stderr})
 		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
+		took := time.Since(start)
+		kernelTime += took
+		t.Logf("%s: batch of %d in %v (boot included): %.1f programs/s", *fuzzProfile, n, took.Round(time.Second), float64(n)/took.Seconds())
 		for i, r := range res {
 			if r.Stage == "guest" || r.Stage == "agent" || r.Stage == "request" {
 				t.Logf("%s: not verified (%s): %s", progs[i].Name, r.Stage, r.Error)
 				continue
 			}
 			total++
+			shape := fuzzShape(progs[i])
+			sc := shapes[shape]
+			if sc == nil {
+				sc = &fuzzShapeCount{}
+				shapes[shape] = sc
+			}
+			sc.Total++
 			if r.Accepted {
 				kernelAccepted++
+				sc.KernelAccepted++
 			}
+			mstart := time.Now()
 			got := verifier.Check(progs[i], env)
+			modelTime += time.Since(mstart)
 			kind := fuzzKind(r, got)
 			if kind == "" {
 				agree++
+				sc.Agree++
 				continue
 			}
-			d := disagreement{prog: progs[i], model: got, kern: r, kind: kind}
+			d := disagreement{prog: progs[i], model: got, kern: r, kind: kind, shape: shape}
 			for _, re := range fuzzKnown {
 				if re.MatchString(kind) {
 					d.explain = true
@@ -112,6 +134,17 @@ func TestDifferentialFuzz(t *testing.T) {
 	var report strings.Builder
 	fmt.Fprintf(&report, "%s: %d programs verified (%d accepted by the kernel), %d agree, %d disagree (%d explained in KNOWN_GAPS.md, %d unexplained)\n",
 		*fuzzProfile, total, kernelAccepted, agree, len(all), explained, unexplained)
+	fmt.Fprintf(&report, "  kernel: %v for %d programs (%.1f/s, boots included); model: %v (%.0f/s)\n",
+		kernelTime.Round(time.Second), *fuzzCount, float64(*fuzzCount)/kernelTime.Seconds(), modelTime.Round(time.Millisecond), float64(total)/modelTime.Seconds())
+	shapeNames := make([]string, 0, len(shapes))
+	for k := range shapes {
+		shapeNames = append(shapeNames, k)
+	}
+	sort.Strings(shapeNames)
+	for _, k := range shapeNames {
+		c := shapes[k]
+		fmt.Fprintf(&report, "  shape %-9s %5d programs, %5d accepted by the kernel, %5d agree\n", k, c.Total, c.KernelAccepted, c.Agree)
+	}
 	for _, k := range kinds {
 		d := all[byKind[k][0]]
 		mark := "UNEXPLAINED"
@@ -139,9 +172,100 @@ func TestDifferentialFuzz(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if *fuzzJSON != "" {
+		out := fuzzReport{Profile: *fuzzProfile, Seed: *fuzzSeed, Programs: total, KernelAccepted: kernelAccepted,
+			Agree: agree, Disagree: len(all), Explained: explained, Shapes: shapes}
+		for _, k := range kinds {
+			fk := fuzzKindReport{Kind: k, Count: len(byKind[k]), Explained: all[byKind[k][0]].explain}
+			for _, i := range byKind[k] {
+				d := all[i]
+				var text []string
+				for _, ins := range d.prog.Instructions {
+					text = append(text, fmt.Sprint(ins))
+				}
+				fk.Programs = append(fk.Programs, fuzzProgram{Name: d.prog.Name, Section: d.prog.Section, Shape: d.shape,
+					Insns: text, Kernel: fuzzAnswer{Accepted: d.kern.Accepted, Errno: d.kern.Errno, Stage: d.kern.Stage,
+						Error: d.kern.Error, First: firstMessage(d.kern.Log), Log: d.kern.Log},
+					Model: fuzzAnswer{Accepted: d.model.Accepted, Errno: d.model.Errno, Error: d.model.Error,
+						First: firstMessage(d.model.Log), Log: d.model.Log}})
+			}
+			out.Kinds = append(out.Kinds, fk)
+		}
+		data, err := json.MarshalIndent(out, "", " ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(*fuzzJSON, append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if unexplained > 0 {
 		t.Errorf("%d disagreements not explained in KNOWN_GAPS.md", unexplained)
 	}
+}
+
+// The -fuzzjson file: every disagreement, grouped by kind.
+type (
+	fuzzReport struct {
+		Profile        string                     `json:"profile"`
+		Seed           int64                      `json:"seed"`
+		Programs       int                        `json:"programs"`
+		KernelAccepted int                        `json:"kernel_accepted"`
+		Agree          int                        `json:"agree"`
+		Disagree       int                        `json:"disagree"`
+		Explained      int                        `json:"explained"`
+		Shapes         map[string]*fuzzShapeCount `json:"shapes"`
+		Kinds          []fuzzKindReport           `json:"kinds"`
+	}
+	fuzzShapeCount struct {
+		Total          int `json:"total"`
+		KernelAccepted int `json:"kernel_accepted"`
+		Agree          int `json:"agree"`
+	}
+	fuzzKindReport struct {
+		Kind      string        `json:"kind"`
+		Count     int           `json:"count"`
+		Explained bool          `json:"explained"`
+		Programs  []fuzzProgram `json:"programs"`
+	}
+	fuzzProgram struct {
+		Name    string     `json:"name"`
+		Section string     `json:"section"`
+		Shape   string     `json:"shape"`
+		Insns   []string   `json:"insns"`
+		Kernel  fuzzAnswer `json:"kernel"`
+		Model   fuzzAnswer `json:"model"`
+	}
+	fuzzAnswer struct {
+		Accepted bool     `json:"accepted"`
+		Errno    string   `json:"errno,omitempty"`
+		Stage    string   `json:"stage,omitempty"`
+		Error    string   `json:"error,omitempty"`
+		First    string   `json:"first,omitempty"`
+		Log      []string `json:"log,omitempty"`
+	}
+)
+
+// fuzzShape names a generated program's shape by its calls: "callback" (a BPF_PSEUDO_FUNC
+// ld_imm64), "kfunc", "global" (a global function, from BTF func_info), "subprog"
+// (bpf-to-bpf) or "plain".
+func fuzzShape(p verifier.Program) string {
+	shape := "plain"
+	for i := range p.Instructions {
+		ins := &p.Instructions[i]
+		if fn := btf.FuncMetadata(ins); i > 0 && fn != nil && fn.Linkage == btf.GlobalFunc && shape != "kfunc" {
+			shape = "global"
+		}
+		switch {
+		case ins.IsLoadOfFunctionPointer():
+			return "callback"
+		case ins.IsKfuncCall():
+			shape = "kfunc"
+		case ins.IsFunctionCall() && shape == "plain":
+			shape = "subprog"
+		}
+	}
+	return shape
 }
 
 // fuzzKind classifies a disagreement ("" when model and kernel agree): the verdicts, the

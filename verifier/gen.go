@@ -44,6 +44,7 @@ type Generator struct {
 	rng     *rand.Rand
 	targets []string
 	fields  map[btf.Type][]genField
+	funcs   map[string]bool // has (gen_kfunc.go)
 }
 
 // NewGenerator prepares a generator for env's kernel.
@@ -66,6 +67,9 @@ type regKind struct {
 	ptr  *btf.Struct // PTR_TO_BTF_ID of this struct
 	mapv bool        // map value, maybe NULL until checked
 	set  bool        // holds something
+	// in a called function: ctx is the caller's ctx, stack a pointer into the caller's
+	// stack (gen_subprog.go)
+	ctx, stack bool
 }
 
 type genItem struct {
@@ -81,32 +85,65 @@ type genState struct {
 	kinds [11]regKind
 	items []genItem
 	maps  bool
+	// Functions after the first (gen_subprog.go): sym names the function's first
+	// instruction, meta its BTF func_info (nil: the program has none), subs the functions
+	// laid out after this one (shared by every function of a program).
+	sym    string
+	meta   *btf.Func
+	params []btf.Type // the prototype funcMeta gives a static function
+	subs   *[]*genState
 }
 
-// Program generates one program named name.
+// Program generates one program named name. About a third are the call shapes of
+// gen_subprog.go and gen_kfunc.go (bpf-to-bpf calls, callbacks, kfuncs).
 func (g *Generator) Program(name string) Program {
 	sec := g.targets[g.rng.Intn(len(g.targets))]
 	at, target, _, _ := ParseSection(sec)
 	fn, _ := btfmodel.FuncByName(g.env.BTF, target)
-	s := &genState{g: g, proto: fn.Type.(*btf.FuncProto), lsm: at == btfmodel.LSM}
+	s := &genState{g: g, proto: fn.Type.(*btf.FuncProto), lsm: at == btfmodel.LSM, subs: new([]*genState)}
 	s.exit = at != btfmodel.Fentry
 	if g.rng.Intn(10) != 0 {
 		s.add(asm.Mov.Reg(asm.R6, asm.R1))
 		s.kinds[6].set = true
 	}
-	for n := 2 + g.rng.Intn(10); n > 0; n-- {
-		s.step()
+	switch r := g.rng.Intn(100); {
+	case r < 18:
+		s.subprogProgram()
+	case r < 36:
+		s.kfuncProgram(sec)
+	default:
+		for n := 2 + g.rng.Intn(10); n > 0; n-- {
+			s.step()
+		}
 	}
 	s.ret()
 	p := Program{Name: name, Section: sec, License: "GPL"}
-	if s.maps {
-		p.Maps = []Map{genMap}
+	funcs := append([]*genState{s}, *s.subs...)
+	for _, f := range funcs {
+		if f.maps {
+			p.Maps = []Map{genMap}
+		}
+		insns := f.resolve()
+		if f.sym != "" {
+			insns[0] = insns[0].WithSymbol(f.sym)
+		}
+		if s.meta != nil {
+			insns[0] = btf.WithFuncMetadata(insns[0], f.funcMeta())
+		}
+		p.Instructions = append(p.Instructions, insns...)
 	}
-	// Jump offsets count raw instruction slots (a ld_imm64 takes two).
+	linkCalls(p.Instructions)
+	return p
+}
+
+// resolve lays out one function's items, setting the offsets of forward branches (which
+// count raw instruction slots: a ld_imm64 takes two).
+func (s *genState) resolve() asm.Instructions {
+	var out asm.Instructions
 	for i, it := range s.items {
 		if it.skip > 0 {
 			off := 0
-			// never over the final exit
+			// never over the function's final exit
 			for _, next := range s.items[i+1 : min(len(s.items)-1, i+1+it.skip)] {
 				for _, ins := range next.insns {
 					off += int(ins.Size() / asm.InstructionSize)
@@ -114,9 +151,9 @@ func (g *Generator) Program(name string) Program {
 			}
 			it.insns[len(it.insns)-1].Offset = int16(off)
 		}
-		p.Instructions = append(p.Instructions, it.insns...)
+		out = append(out, it.insns...)
 	}
-	return p
+	return out
 }
 
 func (s *genState) add(insns ...asm.Instruction) { s.items = append(s.items, genItem{insns: insns}) }
@@ -556,39 +593,6 @@ func (s *genState) invalidateScratch() {
 	for r := 1; r <= 5; r++ {
 		s.kinds[r] = regKind{}
 	}
-}
-
-// ret sets R0 (or not) and exits: values around each attach type's allowed range.
-func (s *genState) ret() {
-	switch s.pick(16) {
-	case 0:
-		// R0 as the body left it (maybe unset)
-	case 1:
-		s.add(asm.Mov.Imm(asm.R0, 1))
-	case 2:
-		s.add(asm.Mov.Imm32(asm.R0, -1))
-	case 3:
-		s.add(asm.Mov.Imm(asm.R0, -4095))
-	case 4:
-		s.add(asm.Mov.Imm(asm.R0, -4096))
-	case 5:
-		r := s.derived()
-		if !s.kinds[r].set {
-			r = asm.R1
-		}
-		s.add(asm.Mov.Reg(asm.R0, r))
-	case 6:
-		if s.exit {
-			s.add(asm.LoadMem(asm.R0, s.ctxReg(), int16(8*(s.slots()-1)), []asm.Size{asm.DWord, asm.Word}[s.pick(2)]))
-		} else {
-			s.add(asm.Mov.Imm(asm.R0, 0))
-		}
-	case 7:
-		s.add(asm.Mov.Imm(asm.R0, -1))
-	default:
-		s.add(asm.Mov.Imm(asm.R0, 0))
-	}
-	s.add(asm.Return())
 }
 
 // storeImm is BPF_ST (asm.StoreImm refuses BPF_DW, which the kernel accepts).

@@ -193,3 +193,36 @@ func (s *genState) loop() {
 	s.kinds[ctr] = regKind{set: true}
 	s.kinds[2] = regKind{}
 }
+
+// ret sets R0 (or not) and exits: values around each attach type's allowed range.
+func (s *genState) ret() {
+	switch s.pick(16) {
+	case 0:
+		// R0 as the body left it (maybe unset)
+	case 1:
+		s.add(asm.Mov.Imm(asm.R0, 1))
+	case 2:
+		s.add(asm.Mov.Imm32(asm.R0, -1))
+	case 3:
+		s.add(asm.Mov.Imm(asm.R0, -4095))
+	case 4:
+		s.add(asm.Mov.Imm(asm.R0, -4096))
+	case 5:
+		r := s.derived()
+		if !s.kinds[r].set {
+			r = asm.R1
+		}
+		s.add(asm.Mov.Reg(asm.R0, r))
+	case 6:
+		if s.exit {
+			s.add(asm.LoadMem(asm.R0, s.ctxReg(), int16(8*(s.slots()-1)), []asm.Size{asm.DWord, asm.Word}[s.pick(2)]))
+		} else {
+			s.add(asm.Mov.Imm(asm.R0, 0))
+		}
+	case 7:
+		s.add(asm.Mov.Imm(asm.R0, -1))
+	default:
+		s.add(asm.Mov.Imm(asm.R0, 0))
+	}
+	s.add(asm.Return())
+}
