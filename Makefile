@@ -113,18 +113,21 @@ bpf-objects: deps
 # function and kfunc calls) through the verifier model and the real verifier of each of
 # FUZZPROFILE (qemu guest, a boot per FUZZBATCH programs: about 65 programs/s with the boot);
 # prints disagreements by kind and shape; with FUZZOUT=dir, writes every disagreement with
-# its program and both answers to dir/<profile>.json.
+# its program and both answers to dir/<profile>.json; with FUZZCACHE=dir, the kernel's
+# answers are kept there and a later run boots only for programs it has not seen.
 FUZZCOUNT ?= 10000
 FUZZPROFILE ?= 6.1-amd64 6.12-amd64 6.12-arm64 7.2-amd64 7.2-arm64
 FUZZBATCH ?= 2500
 FUZZSEED ?= 1
 FUZZOUT ?=
+FUZZCACHE ?=
 verifier-fuzz: deps
 	@$(if $(FUZZOUT),mkdir -p $(FUZZOUT);) fail=0; for p in $(FUZZPROFILE); do \
 		echo "== verifier-fuzz $$p: $(FUZZCOUNT) programs, seed $(FUZZSEED)"; \
 		$(GO) test ./verifier -run '^TestDifferentialFuzz$$' -count=1 -timeout $(TESTTIMEOUT) -v \
 			-fuzzcount $(FUZZCOUNT) -fuzzbatch $(FUZZBATCH) -fuzzseed $(FUZZSEED) -fuzzprofile $$p \
-			$(if $(FUZZOUT),-fuzzjson $(abspath $(FUZZOUT))/$$p.json) || fail=1; \
+			$(if $(FUZZOUT),-fuzzjson $(abspath $(FUZZOUT))/$$p.json) \
+			$(if $(FUZZCACHE),-fuzzcache $(abspath $(FUZZCACHE))) || fail=1; \
 	done; exit $$fail
 
 # Source mutation run over amd64, arm64, btfmodel, verifier and the emu oracle (one core,

@@ -2,10 +2,13 @@ package verifier_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -31,6 +34,7 @@ var (
 	fuzzBatch   = flag.Int("fuzzbatch", 1000, "programs per guest boot")
 	fuzzOut     = flag.String("fuzzout", "", "write every disagreeing program and both answers to this file")
 	fuzzJSON    = flag.String("fuzzjson", "", "write every disagreement, grouped by kind, with programs and both answers, as JSON to this file")
+	fuzzCache   = flag.String("fuzzcache", "", "keep the kernel's answers in this directory, by program: a program answered before is not booted again")
 )
 
 // fuzzKnown are disagreement kinds (matched against the kind string) that KNOWN_GAPS.md
@@ -58,6 +62,11 @@ func TestDifferentialFuzz(t *testing.T) {
 	agree, total, kernelAccepted := 0, 0, 0
 	shapes := map[string]*fuzzShapeCount{}
 	var kernelTime, modelTime time.Duration
+	booted, cached := 0, 0
+	cache, err := openFuzzCache(*fuzzCache, *fuzzProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for done := 0; done < *fuzzCount; {
 		n := min(*fuzzBatch, *fuzzCount-done)
 		progs := make([]verifier.Program, n)
@@ -70,16 +79,40 @@ func TestDifferentialFuzz(t *testing.T) {
 			}
 			wps[i] = wp
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
-		start := time.Now()
-		res, err := kernel.Verify(ctx, kernel.VerifyOptions{Kernel: string(env.Kernel), Arch: string(env.Arch), Programs: wps, Progress: os.Stderr})
-		cancel()
-		if err != nil {
-			t.Fatal(err)
+		res := make([]kernel.VerifyResult, n)
+		var ask []int // not in the cache
+		for i := range wps {
+			if r, ok := cache.get(wps[i]); ok {
+				res[i] = r
+				cached++
+			} else {
+				ask = append(ask, i)
+			}
 		}
-		took := time.Since(start)
-		kernelTime += took
-		t.Logf("%s: batch of %d in %v (boot included): %.1f programs/s", *fuzzProfile, n, took.Round(time.Second), float64(n)/took.Seconds())
+		if len(ask) > 0 {
+			batch := make([]wire.VerifyProgram, len(ask))
+			for j, i := range ask {
+				batch[j] = wps[i]
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+			start := time.Now()
+			got, err := kernel.Verify(ctx, kernel.VerifyOptions{Kernel: string(env.Kernel), Arch: string(env.Arch), Programs: batch, Progress: os.Stderr})
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			kernelTime += took
+			booted += len(ask)
+			t.Logf("%s: batch of %d in %v (boot included): %.1f programs/s", *fuzzProfile, len(ask), took.Round(time.Second), float64(len(ask))/took.Seconds())
+			for j, i := range ask {
+				res[i] = got[j]
+				cache.put(wps[i], got[j])
+			}
+			if err := cache.save(); err != nil {
+				t.Fatal(err)
+			}
+		}
 		for i, r := range res {
 			if r.Stage == "guest" || r.Stage == "agent" || r.Stage == "request" {
 				t.Logf("%s: not verified (%s): %s", progs[i].Name, r.Stage, r.Error)
@@ -134,8 +167,8 @@ func TestDifferentialFuzz(t *testing.T) {
 	var report strings.Builder
 	fmt.Fprintf(&report, "%s: %d programs verified (%d accepted by the kernel), %d agree, %d disagree (%d explained in KNOWN_GAPS.md, %d unexplained)\n",
 		*fuzzProfile, total, kernelAccepted, agree, len(all), explained, unexplained)
-	fmt.Fprintf(&report, "  kernel: %v for %d programs (%.1f/s, boots included); model: %v (%.0f/s)\n",
-		kernelTime.Round(time.Second), *fuzzCount, float64(*fuzzCount)/kernelTime.Seconds(), modelTime.Round(time.Millisecond), float64(total)/modelTime.Seconds())
+	fmt.Fprintf(&report, "  kernel: %v for %d programs (%.1f/s, boots included; %d more answered from the cache); model: %v (%.0f/s)\n",
+		kernelTime.Round(time.Second), booted, float64(booted)/max(kernelTime.Seconds(), 1e-9), cached, modelTime.Round(time.Millisecond), float64(total)/modelTime.Seconds())
 	shapeNames := make([]string, 0, len(shapes))
 	for k := range shapes {
 		shapeNames = append(shapeNames, k)
@@ -285,4 +318,66 @@ func fuzzKind(k kernel.VerifyResult, m verifier.Result) string {
 		return fmt.Sprintf("first line: kernel %q, model %q", NormalizeLine(kf), NormalizeLine(mf))
 	}
 	return ""
+}
+
+// fuzzAnswers keeps the kernel's answers by program (a hash of its wire form, which the
+// kernel sees whole), so that a run after a model change boots only for new programs.
+type fuzzAnswers struct {
+	path    string
+	answers map[string]kernel.VerifyResult
+	dirty   bool
+}
+
+func openFuzzCache(dir, profile string) (*fuzzAnswers, error) {
+	c := &fuzzAnswers{answers: map[string]kernel.VerifyResult{}}
+	if dir == "" {
+		return c, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	c.path = filepath.Join(dir, "kernel-"+profile+".json")
+	data, err := os.ReadFile(c.path)
+	if os.IsNotExist(err) {
+		return c, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, json.Unmarshal(data, &c.answers)
+}
+
+func fuzzKey(wp wire.VerifyProgram) string {
+	data, _ := json.Marshal(wp)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+func (c *fuzzAnswers) get(wp wire.VerifyProgram) (kernel.VerifyResult, bool) {
+	r, ok := c.answers[fuzzKey(wp)]
+	return r, ok
+}
+
+func (c *fuzzAnswers) put(wp wire.VerifyProgram, r kernel.VerifyResult) {
+	if c.path == "" || r.Stage == "guest" || r.Stage == "agent" || r.Stage == "request" {
+		return
+	}
+	c.answers[fuzzKey(wp)] = r
+	c.dirty = true
+}
+
+func (c *fuzzAnswers) save() error {
+	if c.path == "" || !c.dirty {
+		return nil
+	}
+	data, err := json.Marshal(c.answers)
+	if err != nil {
+		return err
+	}
+	tmp := c.path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	c.dirty = false
+	return os.Rename(tmp, c.path)
 }
