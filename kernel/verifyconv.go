@@ -291,7 +291,7 @@ func mapFromSpec(name string, ms *ebpf.MapSpec) (wire.VerifyMap, error) {
 	}
 	// cilium/ebpf and libbpf freeze read-only data sections, so the verifier may rely on them.
 	m.Freeze = strings.HasPrefix(name, ".rodata") || name == ".kconfig"
-	if mapNeedsBTF(typ, ms.Value) {
+	if mapHasBTF(ms) {
 		if err := mapBTF(&m, ms); err != nil {
 			return m, fmt.Errorf("map %q: %w", name, err)
 		}
@@ -299,37 +299,21 @@ func mapFromSpec(name string, ms *ebpf.MapSpec) (wire.VerifyMap, error) {
 	return m, nil
 }
 
-// mapNeedsBTF: local storage maps are refused without key and value BTF
+// mapHasBTF: libbpf creates a map with key and value BTF whenever the object declares both
+// types (__type(key, ...), __type(value, ...)); data sections and maps sized with
+// __uint(key_size/value_size) have none here. Local storage maps are refused without it
 // (bpf_local_storage_map_alloc_check, kernel/bpf/bpf_local_storage.c), and a bpf_spin_lock
-// in a value is only found through the value's BTF (btf_parse_fields). libbpf creates
-// every map with BTF; the backend does so only where the kernel's answer depends on it.
-func mapNeedsBTF(typ string, value btf.Type) bool {
-	switch typ {
-	case "sk_storage", "inode_storage", "task_storage", "cgrp_storage":
-		return true
-	}
-	return value != nil && hasSpinLock(value, 0)
-}
-
-// hasSpinLock: a struct bpf_spin_lock in t, at any depth of nested structs.
-func hasSpinLock(t btf.Type, depth int) bool {
-	if depth > 8 {
+// in a value is only found through it (btf_parse_fields). verifier.Map.Value follows the
+// same rule.
+func mapHasBTF(ms *ebpf.MapSpec) bool {
+	if ms.Key == nil || ms.Value == nil {
 		return false
 	}
-	switch u := btf.UnderlyingType(t).(type) {
-	case *btf.Struct:
-		if u.Name == "bpf_spin_lock" {
-			return true
-		}
-		for _, m := range u.Members {
-			if hasSpinLock(m.Type, depth+1) {
-				return true
-			}
-		}
-	case *btf.Array:
-		return hasSpinLock(u.Type, depth+1)
+	if _, void := ms.Key.(*btf.Void); void {
+		return false
 	}
-	return false
+	_, datasec := ms.Value.(*btf.Datasec)
+	return !datasec
 }
 
 // mapBTF gives m a BTF blob with the object's key and value types, as libbpf's
