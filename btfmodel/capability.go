@@ -62,6 +62,10 @@ const (
 	CapVerifierCtxArgSize8        Capability = "verifier-ctx-arg-size-8"
 	CapVerifierNullableArgs       Capability = "verifier-nullable-args"
 	CapVerifierLSMTrustedArgs     Capability = "verifier-lsm-trusted-args"
+	CapVerifierRawTPTrustedArgs   Capability = "verifier-raw-tp-trusted-args"
+	CapVerifierRawTPNullArgs      Capability = "verifier-raw-tp-null-args"
+	CapHelperRawTPCookie          Capability = "helper-raw-tp-cookie"
+	CapHelperRawTPFuncArg         Capability = "helper-raw-tp-func-arg"
 	CapVerifierHelperMightSleep   Capability = "verifier-helper-might-sleep"
 	CapVerifierHelperProtoMsg     Capability = "verifier-helper-proto-msg"
 	CapVerifierMemSizeRaw         Capability = "verifier-mem-size-raw"
@@ -150,6 +154,12 @@ var Capabilities = []CapInfo{
 	bounded(CapVerifierCtxArgSize8, "a ctx load of a pointer argument must be 8 bytes"),
 	{Cap: CapVerifierNullableArgs, After: v(6, 1), Since: v(6, 10), Doc: "a __nullable parameter loads as PTR_MAYBE_NULL"},
 	bounded(CapVerifierLSMTrustedArgs, "LSM hook pointer arguments are PTR_TRUSTED"),
+	{Cap: CapVerifierRawTPTrustedArgs, Since: v(6, 2), Doc: "prog_args_trusted: tp_btf (BPF_TRACE_RAW_TP) pointer arguments are PTR_TRUSTED"},
+	{Cap: CapVerifierRawTPNullArgs, Since: v(6, 14), Backport: []Kernel{Kernel612},
+		Doc: "btf_ctx_access marks the tp_btf arguments raw_tp_null_args lists PTR_MAYBE_NULL (or scalar, for ERR_PTR ones); Debian 6.12.117 has it from 6.12.y stable"},
+	{Cap: CapHelperRawTPCookie, Since: v(6, 10), Doc: "bpf_get_attach_cookie is offered to tp_btf programs (BPF cookie for raw tracepoints)"},
+	{Cap: CapHelperRawTPFuncArg, After: v(6, 12), Since: v(7, 2),
+		Doc: "bpf_get_func_arg and bpf_get_func_arg_cnt are offered to tp_btf programs (the tracepoint's arguments, __data not counted)"},
 	{Cap: CapVerifierHelperMightSleep, Since: v(6, 2), Doc: "sleepable helpers are offered to every program and refused in non-sleepable ones (might_sleep)"},
 	bounded(CapVerifierHelperProtoMsg, "an unavailable helper is refused as 'program of this type cannot use helper' (6.1: 'unknown func')"),
 	bounded(CapVerifierMemSizeRaw, "check_mem_size_reg keeps raw mode for a variable size and checks a zero size itself"),

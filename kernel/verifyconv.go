@@ -100,7 +100,15 @@ type SkippedProgram struct {
 // BPF_LSM_MAC, and every other program type (kprobes, tracepoints, iterators, ...). The
 // object is still loaded: libbpf would load each with its own rules.
 func ProgramsFromELFSkipped(path string, o ELFOptions) ([]wire.VerifyProgram, []SkippedProgram, error) {
-	spec, err := ebpf.LoadCollectionSpec(path)
+	data, err := ReadFileLimit(path, "BPF object", maxObjectSize)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, typed, err := btfmodel.TypedKsyms(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -111,7 +119,7 @@ func ProgramsFromELFSkipped(path string, o ELFOptions) ([]wire.VerifyProgram, []
 	sort.Strings(names)
 	var out []wire.VerifyProgram
 	var skipped []SkippedProgram
-	ksyms := objectKsyms(path, spec)
+	ksyms := objectKsyms(data, spec, typed)
 	for _, n := range names {
 		ps := spec.Programs[n]
 		if why := unloadable(ps); why != "" {
@@ -339,10 +347,14 @@ func mapBTF(m *wire.VerifyMap, ms *ebpf.MapSpec) error {
 	return nil
 }
 
+// maxObjectSize bounds an object read for the guest (clang's objects are kilobytes to a few
+// MiB; verifier.MaxELFSize is the same bound).
+const maxObjectSize = 64 << 20
+
 // objectKsyms are the object's __ksym variables, from its .ksyms DATASEC (cilium/ebpf's
-// loadKsymsSection reads the same): typed when the VAR's type is not void (libbpf then loads
-// it as BPF_PSEUDO_BTF_ID), weak from the ELF symbol's binding.
-func objectKsyms(path string, spec *ebpf.CollectionSpec) map[string]wire.KsymRef {
+// loadKsymsSection reads the same): typed ones (btfmodel.TypedKsyms) load as
+// BPF_PSEUDO_BTF_ID, as libbpf does; weak from the ELF symbol's binding.
+func objectKsyms(data []byte, spec *ebpf.CollectionSpec, typed map[string]bool) map[string]wire.KsymRef {
 	out := map[string]wire.KsymRef{}
 	var ds *btf.Datasec
 	if spec.Types == nil || spec.Types.TypeByName(".ksyms", &ds) != nil {
@@ -353,11 +365,9 @@ func objectKsyms(path string, spec *ebpf.CollectionSpec) map[string]wire.KsymRef
 		if !ok {
 			continue // kfuncs travel as KfuncRef
 		}
-		_, void := v.Type.(*btf.Void)
-		out[v.Name] = wire.KsymRef{Var: v.Name, Typed: !void}
+		out[v.Name] = wire.KsymRef{Var: v.Name, Typed: typed[v.Name]}
 	}
-	if f, err := elf.Open(path); err == nil {
-		defer f.Close()
+	if f, err := elf.NewFile(bytes.NewReader(data)); err == nil {
 		syms, _ := f.Symbols()
 		for _, sym := range syms {
 			if k, ok := out[sym.Name]; ok && elf.ST_BIND(sym.Info) == elf.STB_WEAK {

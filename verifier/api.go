@@ -28,12 +28,17 @@ type Program struct {
 // "counts" or ".rodata") or, without one, by its index in Program.Maps in the immediate.
 type Map struct {
 	Name       string `json:"name"`
-	Type       string `json:"type"` // "hash", "array", "percpu_array", "lru_hash", ...
+	Type       string `json:"type"` // enum bpf_map_type without BPF_MAP_TYPE_, lower case: "hash", "percpu_array", "ringbuf", "task_storage", ...
 	KeySize    uint32 `json:"key_size"`
 	ValueSize  uint32 `json:"value_size"`
 	MaxEntries uint32 `json:"max_entries"`
 	// ReadOnly is BPF_F_RDONLY_PROG (libbpf sets it on .rodata): the program may not write.
 	ReadOnly bool `json:"read_only,omitempty"`
+	// Key and Value are the map's key and value BTF (btf_key_type_id, btf_value_type_id),
+	// nil when the map is created without BTF: local storage maps need them, and a
+	// struct bpf_spin_lock in the value is found through Value (btf_parse_fields).
+	Key   btf.Type `json:"-"`
+	Value btf.Type `json:"-"`
 }
 
 // Env is the kernel the program is loaded into.
@@ -70,21 +75,27 @@ type LoadExplanation struct {
 
 func (l LoadExplanation) String() string { return fmt.Sprintf("%d: %s", l.Insn, l.Text) }
 
-// ParseSection splits a libbpf section name into attach type, target and sleepable flag.
+// ParseSection splits a libbpf section name into attach type, target and sleepable flag:
+// fentry/, fexit/, fmod_ret/ and lsm/ (each also .s, sleepable) and tp_btf/, as libbpf's
+// section_defs spell them (tools/lib/bpf/libbpf.c). A leading '?' (autoload off) changes
+// nothing for the verifier. A "module:function" target is kept whole (see moduleTarget).
 func ParseSection(sec string) (btfmodel.AttachType, string, bool, error) {
+	sec = strings.TrimPrefix(sec, "?")
 	kind, target, ok := strings.Cut(sec, "/")
 	if !ok || target == "" {
 		return "", "", false, fmt.Errorf("section %q: want <kind>/<function>", sec)
 	}
 	sleepable := strings.HasSuffix(kind, ".s")
 	kind = strings.TrimSuffix(kind, ".s")
-	switch kind {
-	case "fentry", "fexit", "fmod_ret":
+	switch {
+	case kind == "fentry" || kind == "fexit" || kind == "fmod_ret":
 		return btfmodel.AttachType(kind), target, sleepable, nil
-	case "lsm":
+	case kind == "lsm":
 		return btfmodel.LSM, "bpf_lsm_" + target, sleepable, nil
+	case kind == "tp_btf" && !sleepable:
+		return btfmodel.RawTP, target, false, nil
 	}
-	return "", "", false, fmt.Errorf("section %q: unsupported program kind %q (want fentry, fexit, fmod_ret, lsm, optionally with .s)", sec, kind)
+	return "", "", false, fmt.Errorf("section %q: unsupported program kind %q (want fentry, fexit, fmod_ret, lsm, optionally with .s, or tp_btf)", sec, kind)
 }
 
 // gplCompatible is license_is_gpl_compatible (include/linux/license.h).

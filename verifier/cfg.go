@@ -85,6 +85,11 @@ func (c *checker) resolveMaps() error {
 		case 0:
 			continue
 		case pseudoMapFD, pseudoMapValue:
+		case pseudoBTFID: // ksym.go
+			if err := c.resolveKsym(in); err != nil {
+				return err
+			}
+			continue
 		default:
 			c.logf("unrecognized bpf_ld_imm64 insn")
 			return reject("EINVAL")

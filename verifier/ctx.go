@@ -123,7 +123,13 @@ func (c *checker) btfCtxAccess(off, size int) (bool, reg, string) {
 		return false, reg{}, ""
 	}
 	arg := c.ctxArgIdx(off)
-	nr := len(c.proto.Params)
+	params := c.proto.Params
+	if c.prog.AttachType == btfmodel.RawTP {
+		// btf_ctx_access: skip the typedef's first 'void *__data' parameter (the slot index
+		// was computed with it, as btf_ctx_arg_idx does).
+		params = params[1:]
+	}
+	nr := len(params)
 	if arg > nr {
 		c.logf("func '%s' doesn't have %d-th argument", tname, arg+1)
 		return false, reg{}, ""
@@ -149,8 +155,8 @@ func (c *checker) btfCtxAccess(off, size int) (bool, reg, string) {
 		t = c.proto.Return
 		desc = "return value, " + btfmodel.CName(t)
 	} else {
-		t = c.proto.Params[arg].Type
-		pname = c.proto.Params[arg].Name
+		t = params[arg].Type
+		pname = params[arg].Name
 		desc = btfmodel.CName(t)
 	}
 	declared := t
@@ -205,6 +211,18 @@ func (c *checker) btfCtxAccess(off, size int) (bool, reg, string) {
 	if k.Has(btfmodel.CapVerifierLSMTrustedArgs) && c.prog.AttachType == btfmodel.LSM && !untrustedLSMHooks[c.prog.Target] {
 		flags |= flagTrusted
 	}
+	rawTPErr := false
+	if c.prog.AttachType == btfmodel.RawTP {
+		// prog_args_trusted, and raw_tp_null_args (kernel/bpf/btf.c).
+		if k.Has(btfmodel.CapVerifierRawTPTrustedArgs) {
+			flags |= flagTrusted
+		}
+		maybeNull, isErr := k.RawTPArgFlags(c.prog.Target, arg)
+		if maybeNull {
+			flags |= flagMaybeNull
+		}
+		rawTPErr = isErr
+	}
 	switch typeTag(ptr.Target) {
 	case "user":
 		flags |= flagUser
@@ -218,6 +236,13 @@ func (c *checker) btfCtxAccess(off, size int) (bool, reg, string) {
 	}
 	id, _ := c.env.BTF.TypeID(st)
 	c.logf("func '%s' arg%d has btf_id %d type %s '%s'", tname, arg, id, kindStr(st), btfName(st))
+	if rawTPErr {
+		c.logf("marking pointer arg%d as scalar as it may encode error", arg)
+		return true, mkScalar(unknownScalar()), desc
+	}
+	if pname == "" && c.prog.AttachType == btfmodel.RawTP {
+		pname = fmt.Sprintf("arg%d", arg)
+	}
 	r := reg{typ: ptrToBTFID, flags: flags, btfType: st, v: constScalar(0), path: pname}
 	if isRetval || arg == nr {
 		r.path = "ret"
@@ -231,8 +256,12 @@ func (c *checker) btfCtxAccess(off, size int) (bool, reg, string) {
 // slotStart is the ctx offset where argument arg begins.
 func (c *checker) slotStart(arg int) int {
 	s := 0
+	params := c.proto.Params
+	if c.prog.AttachType == btfmodel.RawTP {
+		params = params[1:]
+	}
 	for i := 0; i < arg; i++ {
-		s += ctxSlotSize(c.proto.Params[i].Type)
+		s += ctxSlotSize(params[i].Type)
 	}
 	return s
 }

@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,30 +16,52 @@ import (
 )
 
 // LoadELF reads the tracing and LSM programs of an object built by clang
-// (SEC("fentry/tcp_v4_connect"), SEC("lsm.s/file_open"), ...) with cilium/ebpf, applies its
-// CO-RE relocations against kernel (as libbpf would against the running kernel's BTF), and
-// describes the maps it references. Programs of other types are skipped.
+// (SEC("fentry/tcp_v4_connect"), SEC("lsm.s/file_open"), SEC("tp_btf/sched_switch"), ...)
+// with cilium/ebpf, applies its CO-RE relocations against kernel (as libbpf would against the
+// running kernel's BTF), and describes the maps it references. Programs of other types are
+// skipped (LoadELFObject says which, and why).
 func LoadELF(path string, kernel *btf.Spec) ([]Program, error) {
+	progs, _, err := LoadELFObject(path, kernel)
+	return progs, err
+}
+
+// Skipped is a program of an object that is not verified, and why: its type is one the
+// model (and the kernel backend) does not load, e.g. a kprobe or an iterator.
+type Skipped struct {
+	Name    string `json:"name"`
+	Section string `json:"section"`
+	Reason  string `json:"reason"`
+}
+
+func (s Skipped) String() string { return fmt.Sprintf("%s (%s): %s", s.Name, s.Section, s.Reason) }
+
+// LoadELFObject is LoadELF that also names the programs it skipped. An object with no
+// program to verify is an error that lists them.
+func LoadELFObject(path string, kernel *btf.Spec) ([]Program, []Skipped, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxELFSize+1))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(data) > MaxELFSize {
-		return nil, fmt.Errorf("%s: larger than %d MiB, more than a BPF object needs", path, MaxELFSize>>20)
+		return nil, nil, fmt.Errorf("%s: larger than %d MiB, more than a BPF object needs", path, MaxELFSize>>20)
 	}
-	progs, err := ParseELF(data, kernel)
+	progs, skipped, err := ParseELFObject(data, kernel)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(progs) == 0 {
-		return nil, fmt.Errorf("%s has no fentry, fexit, fmod_ret or lsm programs", path)
+		msg := fmt.Sprintf("%s has no fentry, fexit, fmod_ret, lsm or tp_btf programs", path)
+		for _, s := range skipped {
+			msg += "; skipped " + s.String()
+		}
+		return nil, skipped, errors.New(msg)
 	}
-	return progs, nil
+	return progs, skipped, nil
 }
 
 // MaxELFSize bounds an object LoadELF reads: clang's BPF objects are kilobytes to a few MiB.
@@ -46,15 +69,25 @@ const MaxELFSize = 64 << 20
 
 // ParseELF is LoadELF on an object already in memory. A malformed object is an error, never a
 // crash: cilium/ebpf's ELF reader is not written for hostile input, so its panics are caught.
-func ParseELF(data []byte, kernel *btf.Spec) (progs []Program, err error) {
+func ParseELF(data []byte, kernel *btf.Spec) ([]Program, error) {
+	progs, _, err := ParseELFObject(data, kernel)
+	return progs, err
+}
+
+// ParseELFObject is ParseELF that also names the programs it skipped.
+func ParseELFObject(data []byte, kernel *btf.Spec) (progs []Program, skipped []Skipped, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			progs, err = nil, fmt.Errorf("malformed BPF object: %v", r)
+			progs, skipped, err = nil, nil, fmt.Errorf("malformed BPF object: %v", r)
 		}
 	}()
+	data, ksyms, err := btfmodel.TypedKsyms(data)
+	if err != nil {
+		return nil, nil, err
+	}
 	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(data))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var maps []Map
 	for name, m := range spec.Maps {
@@ -69,15 +102,42 @@ func ParseELF(data []byte, kernel *btf.Spec) (progs []Program, err error) {
 	sort.Strings(names)
 	for _, n := range names {
 		ps := spec.Programs[n]
-		if ps.Type != ebpf.Tracing && ps.Type != ebpf.LSM {
+		if why := Unverifiable(ps); why != "" {
+			skipped = append(skipped, Skipped{Name: n, Section: ps.SectionName, Reason: why})
 			continue
 		}
 		insns := ps.Copy().Instructions
 		if err := btfmodel.ApplyCORE(insns, kernel, nil); err != nil {
-			return nil, fmt.Errorf("program %s: %w", n, err)
+			return nil, nil, fmt.Errorf("program %s: %w", n, err)
 		}
+		linkKsyms(insns, ksyms, kernel)
 		progs = append(progs, Program{Name: n, Section: ps.SectionName, License: ps.License,
 			Maps: maps, Instructions: insns})
 	}
-	return progs, nil
+	return progs, skipped, nil
+}
+
+// Unverifiable says why a program of an object is not verified ("" when it is): the model
+// and the kernel backend load TRACING programs attached by fentry, fexit, fmod_ret and
+// tp_btf, and LSM programs (BPF_LSM_MAC); other types are skipped, not refused with the
+// object (libbpf loads them with their own rules: kprobes, tracepoints, iterators, ...).
+func Unverifiable(ps *ebpf.ProgramSpec) string {
+	switch ps.Type {
+	case ebpf.Tracing:
+		switch ps.AttachType {
+		case ebpf.AttachTraceFEntry, ebpf.AttachTraceFExit, ebpf.AttachModifyReturn, ebpf.AttachTraceRawTp:
+			return ""
+		case ebpf.AttachTraceIter:
+			return "iterator programs (BPF_TRACE_ITER) are not modelled"
+		}
+		return fmt.Sprintf("tracing programs attached as %s are not modelled", ps.AttachType)
+	case ebpf.LSM:
+		if ps.AttachType == ebpf.AttachLSMMac {
+			return ""
+		}
+		return fmt.Sprintf("LSM programs attached as %s are not modelled", ps.AttachType)
+	case ebpf.UnspecifiedProgram:
+		return "libbpf knows no program type for this section"
+	}
+	return fmt.Sprintf("%s programs are not modelled (only fentry, fexit, fmod_ret, lsm and tp_btf)", ps.Type)
 }

@@ -137,7 +137,7 @@ func (c *checker) call(in *insn) error {
 		return reject("EINVAL")
 	}
 	proto, known := helperProtos[id]
-	avail := known
+	avail := known && c.helperOffered(id, proto) // tpbtf.go
 	// trampOnly helpers need bpf_prog_has_trampoline, true for every modelled attach type.
 	if known && proto.sleepOnly && !c.has(btfmodel.CapVerifierHelperMightSleep) && !c.prog.Sleepable {
 		avail = false
@@ -255,6 +255,9 @@ func (c *checker) call(in *insn) error {
 				}
 			}
 		}
+	}
+	if err := c.checkGetFuncIP(id, name); err != nil { // tpbtf.go
+		return err
 	}
 	if id == 173 && c.prog.AttachType == btfmodel.LSM {
 		c.logf("func %s#%d not supported for program type %d", name, id, 29)

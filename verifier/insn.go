@@ -95,7 +95,7 @@ func decode(prog asm.Instructions) ([]insn, error) {
 		}
 		if len(b) == 16 {
 			r.imm64 = uint64(uint32(r.imm)) | uint64(binary.LittleEndian.Uint32(b[12:]))<<32
-			if ins.IsLoadFromMap() && ins.Reference() != "" {
+			if (ins.IsLoadFromMap() || ins.Src == pseudoBTFID) && ins.Reference() != "" { // ksym.go: the extern's name
 				r.mapRef = ins.Reference()
 			}
 			out = append(out, r, insn{filler: true, code: b[8], dst: b[9] & 0x0f, src: b[9] >> 4,

@@ -297,6 +297,8 @@ func (c *checker) ldImm64(in *insn) error {
 		c.setReg(in.dst, reg{typ: constPtrToMap, mapIdx: c.insnMap[c.idx], v: constScalar(0)})
 	case pseudoMapValue:
 		c.setReg(in.dst, reg{typ: ptrToMapValue, mapIdx: c.insnMap[c.idx], off: int32(in.imm64 >> 32), v: constScalar(0)})
+	case pseudoBTFID: // ksym.go
+		c.setReg(in.dst, c.ksymReg(in))
 	}
 	return nil
 }

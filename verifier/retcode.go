@@ -23,7 +23,7 @@ func (c *checker) checkReturn() error {
 	switch at {
 	case btfmodel.Fentry, btfmodel.Fexit:
 		lo, hi = 0, 0
-	case btfmodel.ModRet:
+	case btfmodel.ModRet, btfmodel.RawTP: // check_return_code: no range for either
 		return nil
 	case btfmodel.LSM:
 		if !c.has(btfmodel.CapVerifierLSMRetRange) {

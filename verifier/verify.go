@@ -154,20 +154,10 @@ func (c *checker) setup() error {
 	if c.env.BTF == nil {
 		return errors.New("no kernel BTF")
 	}
-	fn, err := btfmodel.FuncByName(c.env.BTF, p.Target)
-	if err != nil {
-		// libbpf gives up before BPF_PROG_LOAD.
-		name := p.Target
-		if p.AttachType == btfmodel.LSM {
-			name = strings.TrimPrefix(name, "bpf_lsm_") // libbpf names the hook as the section does
-		}
-		c.logf("failed to find kernel BTF type ID of '%s': -ESRCH", name)
-		return reject("ESRCH")
+	if err := c.resolveTarget(); err != nil { // attach.go
+		return err
 	}
-	c.fn = fn
-	c.proto, _ = fn.Type.(*btf.FuncProto)
-	id, _ := c.env.BTF.TypeID(fn)
-	c.btfID = uint32(id)
+	var err error
 	c.insns, err = decode(p.Instructions)
 	if err != nil {
 		return err

@@ -17,6 +17,14 @@ import (
 // verifyJSON is `trampjit verify --format json`, a public contract.
 type verifyJSON struct {
 	Programs []verifyProgJSON `json:"programs"`
+	// Skipped are the programs of the objects that are not verified (kprobes, iterators,
+	// ...), each with the reason.
+	Skipped []skippedJSON `json:"skipped,omitempty"`
+}
+
+type skippedJSON struct {
+	verifier.Skipped
+	File string `json:"file"`
 }
 
 type verifyProgJSON struct {
@@ -92,9 +100,12 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	env := verifier.Env{Kernel: k, Arch: a, BTF: spec}
 	var res verifyJSON
 	for _, f := range files {
-		progs, err := readPrograms(f, env)
+		progs, skipped, err := readPrograms(f, env)
 		if err != nil {
 			return err
+		}
+		for _, sk := range skipped {
+			res.Skipped = append(res.Skipped, skippedJSON{Skipped: sk, File: f})
 		}
 		for _, p := range progs {
 			r := verifier.Check(p, env)
@@ -173,7 +184,14 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "  %s (%s)\n", mark, said)
 		}
 	}
-	fmt.Fprintf(stdout, "%d programs: %d accepted, %d rejected\n", len(res.Programs), len(res.Programs)-rejected, rejected)
+	for _, sk := range res.Skipped {
+		fmt.Fprintf(stdout, "%s %s  %s\n", p.bold(sk.Name), p.dim(sk.Section), p.dim("skipped: "+sk.Reason))
+	}
+	fmt.Fprintf(stdout, "%d programs: %d accepted, %d rejected", len(res.Programs), len(res.Programs)-rejected, rejected)
+	if len(res.Skipped) > 0 {
+		fmt.Fprintf(stdout, ", %d skipped", len(res.Skipped))
+	}
+	fmt.Fprintln(stdout)
 	if against {
 		fmt.Fprintf(stdout, "%d/%d agree with the kernel\n", len(res.Programs)-disagree, len(res.Programs))
 		if disagree > 0 {
@@ -220,22 +238,23 @@ func firstOf(s ...string) string {
 	return ""
 }
 
-// readPrograms reads an ELF object or a JSON instruction list.
-func readPrograms(path string, env verifier.Env) ([]verifier.Program, error) {
+// readPrograms reads an ELF object or a JSON instruction list, and names the object's
+// programs that are not verified.
+func readPrograms(path string, env verifier.Env) ([]verifier.Program, []verifier.Skipped, error) {
 	if strings.EqualFold(filepath.Ext(path), ".json") {
 		data, err := readLimited(path, verifier.MaxJSONSize)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		progs, err := verifier.ParseJSON(data)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
-		return progs, nil
+		return progs, nil, nil
 	}
-	progs, err := verifier.LoadELF(path, env.BTF)
+	progs, skipped, err := verifier.LoadELFObject(path, env.BTF)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return progs, nil
+	return progs, skipped, nil
 }
