@@ -1,0 +1,189 @@
+package btfmodel
+
+// kfunc registrations per profile: which kernel functions a tracing or LSM program may call
+// and with what flags. The kernel keeps these tables in code, not in BTF
+// (register_btf_kfunc_id_set over BTF_KFUNCS_START/BTF_SET8 blocks), so they are stated here
+// as data, one table per profile version, read from each version's sources:
+// kernel/bpf/helpers.c (generic_btf_ids, common_btf_ids), kernel/bpf/cpumask.c,
+// kernel/trace/bpf_trace.c (key_sig_kfunc_set), fs/bpf_fs_kfuncs.c, net/core/filter.c.
+// The prototype of each comes from the profile's BTF (the FUNC's FuncProto), never from here.
+
+// KfuncFlag is one KF_* flag (include/linux/btf.h).
+type KfuncFlag uint32
+
+const (
+	KFAcquire      KfuncFlag = 1 << iota // KF_ACQUIRE: returns a reference
+	KFRelease                            // KF_RELEASE: releases its referenced argument
+	KFRetNull                            // KF_RET_NULL: the return may be NULL
+	KFTrustedArgs                        // KF_TRUSTED_ARGS: pointer arguments must be trusted
+	KFSleepable                          // KF_SLEEPABLE: sleepable programs only
+	KFDestructive                        // KF_DESTRUCTIVE: needs CAP_SYS_BOOT
+	KFRCU                                // KF_RCU: arguments may be RCU pointers
+	KFIterNew                            // KF_ITER_NEW
+	KFIterNext                           // KF_ITER_NEXT
+	KFIterDestroy                        // KF_ITER_DESTROY
+	KFRCUProtected                       // KF_RCU_PROTECTED: only inside an RCU read section
+)
+
+// Kfunc is one registered kfunc as a tracing or LSM program sees it.
+type Kfunc struct {
+	Name  string
+	Flags KfuncFlag
+	// LSMOnly: registered with a filter that admits BPF_PROG_TYPE_LSM only
+	// (bpf_fs_kfuncs_filter).
+	LSMOnly bool
+}
+
+// Has reports whether the kfunc carries flag f.
+func (k Kfunc) Has(f KfuncFlag) bool { return k.Flags&f != 0 }
+
+// LookupKfunc finds name in the profile's registration tables: false when no set a tracing
+// or LSM program may use registers it ("calling kernel function %s is not allowed").
+func LookupKfunc(k Kernel, name string) (Kfunc, bool) {
+	t := kfuncTables[k]
+	if t == nil {
+		return Kfunc{}, false
+	}
+	f, ok := t[name]
+	return f, ok
+}
+
+const (
+	acqNull = KFAcquire | KFRetNull
+	acqRCU  = KFAcquire | KFRCU | KFRetNull
+)
+
+// kfuncs61 is 6.1: kfuncs came to tracing with the key verification set only
+// (kernel/trace/bpf_trace.c, registered for BPF_PROG_TYPE_TRACING; LSM programs share the
+// tracing hook: bpf_prog_type_to_kfunc_hook).
+var kfuncs61 = []Kfunc{
+	{Name: "bpf_lookup_user_key", Flags: acqNull | KFSleepable},
+	{Name: "bpf_lookup_system_key", Flags: acqNull},
+	{Name: "bpf_key_put", Flags: KFRelease},
+	{Name: "bpf_verify_pkcs7_signature", Flags: KFSleepable},
+}
+
+// kfuncs612 is Debian 6.12.117: generic and common kfuncs (kernel/bpf/helpers.c), cpumasks,
+// keys, the LSM-only file kfuncs (fs/bpf_fs_kfuncs.c, bpf_path_d_path without KF_SLEEPABLE
+// in this build) and the skb dynptr (net/core/filter.c registers it for tracing too).
+var kfuncs612 = append(append([]Kfunc{}, kfuncs61...), []Kfunc{
+	// generic_btf_ids
+	{Name: "bpf_crash_kexec", Flags: KFDestructive},
+	{Name: "bpf_obj_new_impl", Flags: acqNull},
+	{Name: "bpf_percpu_obj_new_impl", Flags: acqNull},
+	{Name: "bpf_obj_drop_impl", Flags: KFRelease},
+	{Name: "bpf_percpu_obj_drop_impl", Flags: KFRelease},
+	{Name: "bpf_refcount_acquire_impl", Flags: acqRCU},
+	{Name: "bpf_list_push_front_impl"},
+	{Name: "bpf_list_push_back_impl"},
+	{Name: "bpf_list_pop_front", Flags: acqNull},
+	{Name: "bpf_list_pop_back", Flags: acqNull},
+	{Name: "bpf_task_acquire", Flags: acqRCU},
+	{Name: "bpf_task_release", Flags: KFRelease},
+	{Name: "bpf_rbtree_remove", Flags: acqNull},
+	{Name: "bpf_rbtree_add_impl"},
+	{Name: "bpf_rbtree_first", Flags: KFRetNull},
+	{Name: "bpf_cgroup_acquire", Flags: acqRCU},
+	{Name: "bpf_cgroup_release", Flags: KFRelease},
+	{Name: "bpf_cgroup_ancestor", Flags: acqRCU},
+	{Name: "bpf_cgroup_from_id", Flags: acqNull},
+	{Name: "bpf_task_under_cgroup", Flags: KFRCU},
+	{Name: "bpf_task_get_cgroup1", Flags: acqRCU},
+	{Name: "bpf_task_from_pid", Flags: acqNull},
+	{Name: "bpf_throw"},
+	// common_btf_ids
+	{Name: "bpf_cast_to_kern_ctx"},
+	{Name: "bpf_rdonly_cast"},
+	{Name: "bpf_rcu_read_lock"},
+	{Name: "bpf_rcu_read_unlock"},
+	{Name: "bpf_dynptr_slice", Flags: KFRetNull},
+	{Name: "bpf_dynptr_slice_rdwr", Flags: KFRetNull},
+	{Name: "bpf_iter_num_new", Flags: KFIterNew},
+	{Name: "bpf_iter_num_next", Flags: KFIterNext | KFRetNull},
+	{Name: "bpf_iter_num_destroy", Flags: KFIterDestroy},
+	{Name: "bpf_iter_task_vma_new", Flags: KFIterNew | KFRCU},
+	{Name: "bpf_iter_task_vma_next", Flags: KFIterNext | KFRetNull},
+	{Name: "bpf_iter_task_vma_destroy", Flags: KFIterDestroy},
+	{Name: "bpf_iter_css_task_new", Flags: KFIterNew | KFTrustedArgs},
+	{Name: "bpf_iter_css_task_next", Flags: KFIterNext | KFRetNull},
+	{Name: "bpf_iter_css_task_destroy", Flags: KFIterDestroy},
+	{Name: "bpf_iter_css_new", Flags: KFIterNew | KFTrustedArgs | KFRCUProtected},
+	{Name: "bpf_iter_css_next", Flags: KFIterNext | KFRetNull},
+	{Name: "bpf_iter_css_destroy", Flags: KFIterDestroy},
+	{Name: "bpf_iter_task_new", Flags: KFIterNew | KFTrustedArgs | KFRCUProtected},
+	{Name: "bpf_iter_task_next", Flags: KFIterNext | KFRetNull},
+	{Name: "bpf_iter_task_destroy", Flags: KFIterDestroy},
+	{Name: "bpf_dynptr_adjust"},
+	{Name: "bpf_dynptr_is_null"},
+	{Name: "bpf_dynptr_is_rdonly"},
+	{Name: "bpf_dynptr_size"},
+	{Name: "bpf_dynptr_clone"},
+	{Name: "bpf_wq_init"},
+	{Name: "bpf_wq_set_callback_impl"},
+	{Name: "bpf_wq_start"},
+	{Name: "bpf_preempt_disable"},
+	{Name: "bpf_preempt_enable"},
+	{Name: "bpf_iter_bits_new", Flags: KFIterNew},
+	{Name: "bpf_iter_bits_next", Flags: KFIterNext | KFRetNull},
+	{Name: "bpf_iter_bits_destroy", Flags: KFIterDestroy},
+	{Name: "bpf_copy_from_user_str", Flags: KFSleepable},
+	// kernel/bpf/cpumask.c (registered for tracing; LSM shares the hook)
+	{Name: "bpf_cpumask_create", Flags: acqNull},
+	{Name: "bpf_cpumask_release", Flags: KFRelease},
+	{Name: "bpf_cpumask_acquire", Flags: KFAcquire | KFTrustedArgs},
+	{Name: "bpf_cpumask_first", Flags: KFRCU},
+	{Name: "bpf_cpumask_first_zero", Flags: KFRCU},
+	{Name: "bpf_cpumask_first_and", Flags: KFRCU},
+	{Name: "bpf_cpumask_set_cpu", Flags: KFRCU},
+	{Name: "bpf_cpumask_clear_cpu", Flags: KFRCU},
+	{Name: "bpf_cpumask_test_cpu", Flags: KFRCU},
+	{Name: "bpf_cpumask_test_and_set_cpu", Flags: KFRCU},
+	{Name: "bpf_cpumask_test_and_clear_cpu", Flags: KFRCU},
+	{Name: "bpf_cpumask_setall", Flags: KFRCU},
+	{Name: "bpf_cpumask_clear", Flags: KFRCU},
+	{Name: "bpf_cpumask_and", Flags: KFRCU},
+	{Name: "bpf_cpumask_or", Flags: KFRCU},
+	{Name: "bpf_cpumask_xor", Flags: KFRCU},
+	{Name: "bpf_cpumask_equal", Flags: KFRCU},
+	{Name: "bpf_cpumask_intersects", Flags: KFRCU},
+	{Name: "bpf_cpumask_subset", Flags: KFRCU},
+	{Name: "bpf_cpumask_empty", Flags: KFRCU},
+	{Name: "bpf_cpumask_full", Flags: KFRCU},
+	{Name: "bpf_cpumask_copy", Flags: KFRCU},
+	{Name: "bpf_cpumask_any_distribute", Flags: KFRCU},
+	{Name: "bpf_cpumask_any_and_distribute", Flags: KFRCU},
+	{Name: "bpf_cpumask_weight", Flags: KFRCU},
+	// fs/bpf_fs_kfuncs.c (bpf_fs_kfuncs_filter: LSM programs only)
+	{Name: "bpf_get_task_exe_file", Flags: KFAcquire | KFTrustedArgs | KFRetNull, LSMOnly: true},
+	{Name: "bpf_put_file", Flags: KFRelease, LSMOnly: true},
+	{Name: "bpf_path_d_path", Flags: KFTrustedArgs, LSMOnly: true},
+	{Name: "bpf_get_dentry_xattr", Flags: KFSleepable | KFTrustedArgs, LSMOnly: true},
+	{Name: "bpf_get_file_xattr", Flags: KFSleepable | KFTrustedArgs, LSMOnly: true},
+	{Name: "bpf_get_fsverity_digest", Flags: KFTrustedArgs, LSMOnly: true},
+	// net/core/filter.c bpf_kfunc_set_skb
+	{Name: "bpf_dynptr_from_skb", Flags: KFTrustedArgs},
+}...)
+
+// kfuncs72 is Debian 7.2.13: 6.12's tables plus what arrived since for tracing.
+var kfuncs72 = append(append([]Kfunc{}, kfuncs612...), []Kfunc{
+	{Name: "bpf_send_signal_task", Flags: KFTrustedArgs},
+	{Name: "bpf_task_from_vpid", Flags: acqNull},
+	{Name: "bpf_get_kmem_cache", Flags: KFRetNull},
+	{Name: "bpf_local_irq_save"},
+	{Name: "bpf_local_irq_restore"},
+	{Name: "bpf_copy_from_user_task_str", Flags: KFSleepable},
+}...)
+
+var kfuncTables = map[Kernel]map[string]Kfunc{
+	Kernel61:  kfuncIndex(kfuncs61),
+	Kernel612: kfuncIndex(kfuncs612),
+	Kernel72:  kfuncIndex(kfuncs72),
+}
+
+func kfuncIndex(l []Kfunc) map[string]Kfunc {
+	m := make(map[string]Kfunc, len(l))
+	for _, k := range l {
+		m[k.Name] = k
+	}
+	return m
+}
