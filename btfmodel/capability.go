@@ -46,28 +46,35 @@ const (
 
 // The verifier's instruction walk (kernel/bpf/verifier.c).
 const (
-	CapVerifierCPUv4              Capability = "verifier-cpu-v4"
-	CapVerifierALURangeAnySrc     Capability = "verifier-alu-range-any-src"
-	CapVerifierBoundsCross        Capability = "verifier-bounds-cross-32-64"
-	CapVerifierMovNoConstID       Capability = "verifier-mov-no-const-id"
-	CapVerifierMov32ID            Capability = "verifier-mov32-id"
-	CapVerifierBTFNeedsGPL        Capability = "verifier-btf-access-needs-gpl"
-	CapVerifierTrustedPtr         Capability = "verifier-ptr-trusted"
-	CapVerifierRCUPtr             Capability = "verifier-mem-rcu"
-	CapVerifierUnionUntrusted     Capability = "verifier-union-untrusted"
-	CapVerifierIntArrayScalar     Capability = "verifier-int-array-scalar"
-	CapVerifierSparsePruneMarks   Capability = "verifier-sparse-prune-marks"
-	CapVerifierLSMRetRange        Capability = "verifier-lsm-ret-range"
-	CapVerifierRetvalRange        Capability = "verifier-retval-range"
-	CapVerifierCtxArgSize8        Capability = "verifier-ctx-arg-size-8"
-	CapVerifierNullableArgs       Capability = "verifier-nullable-args"
-	CapVerifierLSMTrustedArgs     Capability = "verifier-lsm-trusted-args"
-	CapVerifierRawTPTrustedArgs   Capability = "verifier-raw-tp-trusted-args"
-	CapVerifierRawTPNullArgs      Capability = "verifier-raw-tp-null-args"
-	CapHelperRawTPCookie          Capability = "helper-raw-tp-cookie"
-	CapHelperRawTPFuncArg         Capability = "helper-raw-tp-func-arg"
-	CapVerifierHelperMightSleep   Capability = "verifier-helper-might-sleep"
-	CapVerifierHelperProtoMsg     Capability = "verifier-helper-proto-msg"
+	CapVerifierCPUv4            Capability = "verifier-cpu-v4"
+	CapVerifierALURangeAnySrc   Capability = "verifier-alu-range-any-src"
+	CapVerifierBoundsCross      Capability = "verifier-bounds-cross-32-64"
+	CapVerifierMovNoConstID     Capability = "verifier-mov-no-const-id"
+	CapVerifierMov32ID          Capability = "verifier-mov32-id"
+	CapVerifierBTFNeedsGPL      Capability = "verifier-btf-access-needs-gpl"
+	CapVerifierTrustedPtr       Capability = "verifier-ptr-trusted"
+	CapVerifierRCUPtr           Capability = "verifier-mem-rcu"
+	CapVerifierUnionUntrusted   Capability = "verifier-union-untrusted"
+	CapVerifierIntArrayScalar   Capability = "verifier-int-array-scalar"
+	CapVerifierSparsePruneMarks Capability = "verifier-sparse-prune-marks"
+	CapVerifierLSMRetRange      Capability = "verifier-lsm-ret-range"
+	CapVerifierRetvalRange      Capability = "verifier-retval-range"
+	CapVerifierCtxArgSize8      Capability = "verifier-ctx-arg-size-8"
+	CapVerifierNullableArgs     Capability = "verifier-nullable-args"
+	CapVerifierLSMTrustedArgs   Capability = "verifier-lsm-trusted-args"
+	CapVerifierRawTPTrustedArgs Capability = "verifier-raw-tp-trusted-args"
+	CapVerifierRawTPNullArgs    Capability = "verifier-raw-tp-null-args"
+	CapHelperRawTPCookie        Capability = "helper-raw-tp-cookie"
+	CapHelperRawTPFuncArg       Capability = "helper-raw-tp-func-arg"
+	CapVerifierHelperMightSleep Capability = "verifier-helper-might-sleep"
+	CapVerifierHelperProtoMsg   Capability = "verifier-helper-proto-msg"
+	// Helpers and maps of tracing tools (verifier/helper*.go).
+	CapVerifierBTFRecord          Capability = "verifier-btf-record"
+	CapVerifierResourceLeakMsg    Capability = "verifier-resource-leak-msg"
+	CapVerifierReleaseOffMsg      Capability = "verifier-release-off-msg"
+	CapHelperStorageOwnerOrNull   Capability = "helper-storage-owner-or-null"
+	CapHelperDPathUninitBuf       Capability = "helper-d-path-uninit-buf"
+	CapVerifierConstKeyNotNull    Capability = "verifier-const-key-not-null"
 	CapVerifierMemSizeRaw         Capability = "verifier-mem-size-raw"
 	CapVerifierMapArgAsMem        Capability = "verifier-map-arg-as-mem"
 	CapVerifierRegNotNullMem      Capability = "verifier-reg-not-null-mem"
@@ -94,10 +101,19 @@ const (
 	CapVerifierNonStructPtrMem    Capability = "verifier-non-struct-ptr-mem"
 	CapVerifierTnumSignedNeedSign Capability = "verifier-tnum-signed-need-sign"
 	CapLogRegTypeAllPrefixes      Capability = "log-reg-type-all-prefixes"
-	CapLogStateCompact            Capability = "log-state-compact"
-	CapLogConstVarOff             Capability = "log-const-var-off"
-	CapLogVarOffStackOff          Capability = "log-var-off-stack-off"
-	CapLogInfiniteLoopStates      Capability = "log-infinite-loop-states"
+	// bpf-to-bpf calls, global functions and callbacks (H1).
+	CapVerifierGlobalMainFirst  Capability = "verifier-global-main-first"
+	CapVerifierCallbackIterate  Capability = "verifier-callback-iterate"
+	CapVerifierCFGPerSubprog    Capability = "verifier-cfg-per-subprog"
+	CapVerifierRecursiveCallMsg Capability = "verifier-recursive-call-msg"
+	CapVerifierStackRound16     Capability = "verifier-stack-round16"
+	CapVerifierPrivStack        Capability = "verifier-priv-stack"
+	CapVerifierGlobalVoidReturn Capability = "verifier-global-void-return"
+	CapVerifierMemArgNoCtx      Capability = "verifier-mem-arg-no-ctx"
+	CapLogStateCompact          Capability = "log-state-compact"
+	CapLogConstVarOff           Capability = "log-const-var-off"
+	CapLogVarOffStackOff        Capability = "log-var-off-stack-off"
+	CapLogInfiniteLoopStates    Capability = "log-infinite-loop-states"
 )
 
 var after61by612 = struct{ after, since Version }{v(6, 1), v(6, 12)}
@@ -162,6 +178,12 @@ var Capabilities = []CapInfo{
 		Doc: "bpf_get_func_arg and bpf_get_func_arg_cnt are offered to tp_btf programs (the tracepoint's arguments, __data not counted)"},
 	{Cap: CapVerifierHelperMightSleep, Since: v(6, 2), Doc: "sleepable helpers are offered to every program and refused in non-sleepable ones (might_sleep)"},
 	bounded(CapVerifierHelperProtoMsg, "an unavailable helper is refused as 'program of this type cannot use helper' (6.1: 'unknown func')"),
+	bounded(CapVerifierBTFRecord, "map values' special fields are a btf_record: bpf_spin_lock's argument list is 'map_value, ptr_', a wrong offset is '... that is at %d', a value without a lock 'has no valid bpf_spin_lock'"),
+	{Cap: CapVerifierResourceLeakMsg, After: v(6, 12), Since: v(7, 2), Doc: "check_resource_leak: BPF_EXIT with a lock held is 'BPF_EXIT instruction in main prog cannot be used inside bpf_spin_lock-ed region', with a reference it ends in '... would lead to reference leak' (6.12: 'bpf_spin_unlock is missing', the 'Unreleased reference' line)"},
+	bounded(CapVerifierReleaseOffMsg, "a released pointer with an offset is 'R%d must have zero offset when passed to release func or trusted arg to kfunc' (6.1: 'dereference of modified alloc_mem ptr')"),
+	bounded(CapHelperStorageOwnerOrNull, "the local storage helpers take their owner as ARG_PTR_TO_BTF_ID_OR_NULL: NULL passes (6.1: 'R2 type=scalar expected=ptr_')"),
+	{Cap: CapVerifierConstKeyNotNull, After: v(6, 12), Since: v(7, 2), Doc: "bpf_map_lookup_elem on an array or percpu array with a constant key below max_entries returns a map value that is not NULL (can_elide_value_nullness, get_constant_map_key)"},
+	bounded(CapHelperDPathUninitBuf, "bpf_d_path's buffer is written, not read (6.1: ARG_PTR_TO_MEM, so it must be initialised)"),
 	bounded(CapVerifierMemSizeRaw, "check_mem_size_reg keeps raw mode for a variable size and checks a zero size itself"),
 	bounded(CapVerifierMapArgAsMem, "map key and value arguments are checked as memory (ringbuf_mem, trusted_ptr_ allowed)"),
 	bounded(CapVerifierRegNotNullMem, "reg_not_null counts PTR_TO_MEM and trusted BTF pointers as not null"),
@@ -188,6 +210,14 @@ var Capabilities = []CapInfo{
 	{Cap: CapVerifierTnumSignedNeedSign, After: v(6, 12), Since: v(7, 2), Doc: "after ALU and branch refinement, signed 64-bit bounds come from the tnum only when its sign bit is known (6.12: smin = value | (mask & S64_MIN) also with an unknown sign)"},
 	{Cap: CapVerifierDivModTrack, After: v(6, 12), Since: v(7, 2), Doc: "unsigned BPF_DIV and BPF_MOD results are tracked (8 / 9 is 0, 8 % 3 is in [0, 2])"},
 	bounded(CapLogRegTypeAllPrefixes, "reg_type_str joins every flag prefix (6.1 keeps only the last)"),
+	bounded(CapVerifierGlobalMainFirst, "the main program is verified first and then only the global functions it reached ('Func#%d ('%s') is global and assumed valid.'); 6.1 verifies every global function first"),
+	bounded(CapVerifierCallbackIterate, "bpf_loop and bpf_for_each_map_elem callbacks are walked again from the call until the states converge (bpf_loop: at most R1's umax times); 6.1 walks a callback once"),
+	bounded(CapVerifierCFGPerSubprog, "check_cfg walks each subprogram on its own: a recursive call is no back-edge (the frame limit stops it); 6.1 follows call edges and reports 'back-edge from insn %d to %d'"),
+	{Cap: CapVerifierRecursiveCallMsg, After: v(6, 12), Since: v(7, 2), Doc: "a recursive bpf-to-bpf call is refused before the walk: 'recursive call from %s() to %s()'"},
+	bounded(CapVerifierStackRound16, "check_max_stack_depth rounds a JITed frame's stack depth up to 16 bytes (6.1: 32)"),
+	{Cap: CapVerifierPrivStack, After: v(6, 12), Since: v(7, 2), Doc: "tracing programs' frames using 64 bytes or more get a private stack: they leave the combined stack depth, and more than 8 call frames are allowed"},
+	{Cap: CapVerifierGlobalVoidReturn, After: v(6, 12), Since: v(7, 2), Doc: "a global function may return void ('Global function %s() doesn't return scalar' before)"},
+	{Cap: CapVerifierMemArgNoCtx, After: v(6, 12), Since: v(7, 2), Doc: "a ctx pointer passed for a memory argument (check_helper_mem_access) is refused as 'R%d type=ctx expected=fp' (6.12 checks it as a 1-byte ctx read at size-1)"},
 	bounded(CapLogStateCompact, "print_verifier_state's compact form: constants with their type, no off=0, bounds only where they say something"),
 	bounded(CapLogConstVarOff, "alignment messages print a constant var_off as a number"),
 	bounded(CapLogVarOffStackOff, "an out-of-bounds variable-offset stack access is reported with the instruction's off too"),

@@ -28,7 +28,8 @@ func (in *insn) target(i int) int {
 	return i + int(in.off) + 1
 }
 
-// checkSubprogs: jumps stay inside the program, the last insn ends it.
+// checkSubprogs is check_subprogs: jumps stay inside their subprogram, the last insn of
+// each ends it (no fall-through into the next one).
 func (c *checker) checkSubprogs() error {
 	n := len(c.insns)
 	if n == 0 {
@@ -40,31 +41,32 @@ func (c *checker) checkSubprogs() error {
 		if in.filler {
 			continue
 		}
-		if in.class() == clsJMP && in.op() == 0x80 && in.src == pseudoCall {
-			if err := c.addSubprog(i); err != nil {
-				return err
-			}
-		}
 		if in.class() == clsJMP && in.op() == 0x80 && in.src == pseudoKfunc {
 			if err := c.addKfunc(i); err != nil {
 				return err
 			}
 		}
-		if !c.has(btfmodel.CapVerifierCPUv4) && in.class() == clsLDX && (in.mode() != modeMEM || in.imm != 0) {
-			c.logf("BPF_LDX uses reserved fields") // 6.1 predates BPF_MEMSX
-			return reject("EINVAL")
-		}
-		if in.isJump() {
-			if t := in.target(i); t < 0 || t >= n {
-				c.logf("jump out of range from insn %d to %d", i, t)
+	}
+	for i := range c.insns {
+		in := &c.insns[i]
+		k := c.subprogOf[i]
+		end := c.subprogEnd(k)
+		if !in.filler {
+			if !c.has(btfmodel.CapVerifierCPUv4) && in.class() == clsLDX && (in.mode() != modeMEM || in.imm != 0) {
+				c.logf("BPF_LDX uses reserved fields") // 6.1 predates BPF_MEMSX
 				return reject("EINVAL")
 			}
+			if in.isJump() {
+				if t := in.target(i); t < c.subprogs[k].start || t >= end {
+					c.logf("jump out of range from insn %d to %d", i, t)
+					return reject("EINVAL")
+				}
+			}
 		}
-	}
-	last := &c.insns[n-1]
-	if last.filler || !(last.code == clsJMP|0x90 || last.isJA()) {
-		c.logf("last insn is not an exit or jmp")
-		return reject("EINVAL")
+		if i == end-1 && (in.filler || !(in.code == clsJMP|0x90 || in.isJA())) {
+			c.logf("last insn is not an exit or jmp")
+			return reject("EINVAL")
+		}
 	}
 	return nil
 }
@@ -82,7 +84,7 @@ func (c *checker) resolveMaps() error {
 			return reject("EINVAL")
 		}
 		switch in.src {
-		case 0:
+		case 0, pseudoFunc:
 			continue
 		case pseudoMapFD, pseudoMapValue:
 		case pseudoBTFID: // ksym.go
@@ -126,6 +128,20 @@ func (c *checker) checkCFG() error {
 	seen := make([]bool, n)
 	c.prune = map[int]bool{}
 	work := []int{0}
+	if c.has(btfmodel.CapVerifierRecursiveCallMsg) {
+		if err := c.checkRecursionNamed(); err != nil {
+			return err
+		}
+	} else if !c.has(btfmodel.CapVerifierCFGPerSubprog) {
+		if err := c.checkRecursion(); err != nil {
+			return err
+		}
+	}
+	if c.has(btfmodel.CapVerifierCFGPerSubprog) {
+		for _, sp := range c.subprogs[1:] {
+			work = append(work, sp.start) // each subprogram is walked on its own
+		}
+	}
 	for len(work) > 0 {
 		t := work[len(work)-1]
 		work = work[:len(work)-1]
@@ -150,10 +166,17 @@ func (c *checker) checkCFG() error {
 			}
 			work = append(work, in.target(t), t+1)
 		case in.isLdImm64():
+			if in.src == pseudoFunc {
+				work = append(work, t+int(in.imm)+1) // the callback
+			}
 			work = append(work, t+2)
 		default:
 			if in.class() == clsJMP && in.op() == 0x80 && t+1 < n {
 				c.prune[t+1] = true
+			}
+			if in.class() == clsJMP && in.op() == 0x80 && in.src == pseudoCall {
+				c.prune[t] = true
+				work = append(work, t+int(in.imm)+1) // visit_func_call_insn
 			}
 			work = append(work, t+1)
 		}

@@ -151,6 +151,10 @@ func (c *checker) call(in *insn) error {
 		}
 		return reject("EINVAL")
 	}
+	switch id {
+	case helperForEachMapElem, helperLoop: // H1: callbacks, callback.go
+		return c.callbackCall(in, id)
+	}
 	if unmodelled {
 		c.note("helper %s#%d is not modelled: arguments unchecked, R0 unknown", name, id)
 		c.clobberCallerSaved()
@@ -418,7 +422,7 @@ func (c *checker) helperMem(regno uint8, r *reg, size int, zeroOK, write bool) e
 			// 6.1: privileged programs may pass uninitialised stack, but only within
 			// allocated_stack (what writes have reached).
 			for b := lo; b < hi; b++ {
-				if b < -c.st.allocated {
+				if b < -c.fr.allocated { // H1: the frame the pointer reaches
 					c.logf("invalid indirect read from stack R%d off %d+%d size %d", regno, lo, b-lo, size)
 					return reject("EACCES")
 				}
@@ -436,7 +440,7 @@ func (c *checker) helperMem(regno uint8, r *reg, size int, zeroOK, write bool) e
 			c.clobberSlot(b)
 		}
 		for b := lo; b < hi; b++ {
-			c.st.stack[slotIndex(b)] = stackMisc
+			c.fr.stack[slotIndex(b)] = stackMisc // H1: the frame the pointer reaches
 		}
 		c.scratch[100+slotIndex(lo)/regSize] = true
 		return nil

@@ -10,9 +10,13 @@ func (c *checker) jmp(in *insn) (int, bool, error) {
 	op := jmpOps[in.op()>>4]
 	switch op {
 	case "call":
+		if err := c.callUnderLock(in); err != nil { // H3: helper_spinlock.go
+			return 0, false, err
+		}
 		switch {
 		case !in.isX() && in.dst == 0 && !is32 && in.src == pseudoCall:
-			return c.idx + 1, false, c.subprogCall(in)
+			next, err := c.subprogCall(in)
+			return next, false, err
 		case !in.isX() && in.dst == 0 && !is32 && in.src == pseudoKfunc:
 			return c.idx + 1, false, c.kfuncCall(in)
 		}
@@ -20,14 +24,31 @@ func (c *checker) jmp(in *insn) (int, bool, error) {
 			c.logf("BPF_CALL uses reserved fields")
 			return 0, false, reject("EINVAL")
 		}
-		return c.idx + 1, false, c.call(in)
+		err := c.call(in)
+		if next := c.cbNext; next != 0 {
+			c.cbNext = 0 // a 6.1 callback is walked now
+			return next, false, err
+		}
+		return c.idx + 1, false, err
 	case "exit":
 		if in.isX() || in.imm != 0 || in.src != 0 || in.dst != 0 || is32 {
 			c.logf("BPF_EXIT uses reserved fields")
 			return 0, false, reject("EINVAL")
 		}
+		if err := c.lockAtExit(); err != nil { // H3: helper_spinlock.go
+			return 0, false, err
+		}
+		if c.st.curframe() > 0 {
+			// A subprogram's exit (prepare_func_exit); a callback's references are checked
+			// there, a static subprogram's stay with the caller.
+			next, err := c.funcExit()
+			return next, false, err
+		}
 		if err := c.checkReferenceLeak(); err != nil {
 			return 0, false, err
+		}
+		if c.st.subprog != 0 {
+			return 0, true, c.globalExit()
 		}
 		return 0, true, c.checkReturn()
 	case "jmp":
@@ -136,13 +157,19 @@ func markPtrOrNull(st *state, id uint32, isNull bool) {
 			r.id = 0
 		}
 	}
-	for i := range st.regs {
-		fix(&st.regs[i])
-	}
-	for i := range st.spill {
-		if st.stack[i*regSize] == stackSpill {
-			fix(&st.spill[i])
+	for n := 0; n <= st.curframe(); n++ { // every frame of the call stack
+		f := st.frameAt(n)
+		for i := range f.regs {
+			fix(&f.regs[i])
 		}
+		for i := range f.spill {
+			if f.stack[i*regSize] == stackSpill {
+				fix(&f.spill[i])
+			}
+		}
+	}
+	if isNull {
+		st.dropNullRef(id) // H3: mark_ptr_or_null_regs releases a NULL acquired pointer's reference
 	}
 }
 

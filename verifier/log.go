@@ -148,6 +148,10 @@ func regTypeName(r *reg, joined bool) string {
 		base = "map_ptr"
 	case ptrToMem:
 		base = "mem"
+	case ptrToFunc:
+		base = "func"
+	case ptrToMapKey:
+		base = "map_key"
 	}
 	post := ""
 	if r.flags&flagMaybeNull != 0 {
@@ -159,7 +163,7 @@ func regTypeName(r *reg, joined bool) string {
 	names := []struct {
 		f typeFlag
 		s string
-	}{{flagRdonly, "rdonly_"}, {flagUser, "user_"}, {flagPercpu, "percpu_"}, {flagRCU, "rcu_"}, {flagUntrusted, "untrusted_"}, {flagTrusted, "trusted_"}}
+	}{{flagRdonly, "rdonly_"}, {flagRingbuf, "ringbuf_"}, {flagUser, "user_"}, {flagPercpu, "percpu_"}, {flagRCU, "rcu_"}, {flagUntrusted, "untrusted_"}, {flagTrusted, "trusted_"}}
 	pre := ""
 	for _, n := range names {
 		if r.flags&n.f == 0 {
@@ -167,6 +171,8 @@ func regTypeName(r *reg, joined bool) string {
 		}
 		if joined {
 			pre += n.s
+		} else if n.f == flagRingbuf {
+			pre = "alloc_" // 6.1's MEM_ALLOC: renamed MEM_RINGBUF in 6.2, when prefixes were joined
 		} else if n.f != flagRCU && n.f != flagTrusted { // 6.1 has neither
 			pre = n.s
 		}

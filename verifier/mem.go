@@ -171,6 +171,8 @@ func (c *checker) memAccess(regno uint8, off, size int, write bool, value int, s
 		err = c.ctxAccess(regno, &r, off, size, write, value)
 	case r.typ == ptrToStack:
 		err = c.stackAccess(regno, &r, off, size, write, value, stImm)
+	case r.typ == ptrToMapKey: // H1: a for_each callback's key, callback.go
+		err = c.mapKeyAccess(regno, &r, off, size, write, value)
 	case r.typ == ptrToBTFID && r.flags&flagMaybeNull == 0:
 		err = c.btfAccess(regno, &r, off, size, write, value)
 	case r.typ == ptrToMem && r.flags&flagMaybeNull == 0:
@@ -297,6 +299,12 @@ func (c *checker) ldImm64(in *insn) error {
 		c.setReg(in.dst, reg{typ: constPtrToMap, mapIdx: c.insnMap[c.idx], v: constScalar(0)})
 	case pseudoMapValue:
 		c.setReg(in.dst, reg{typ: ptrToMapValue, mapIdx: c.insnMap[c.idx], off: int32(in.imm64 >> 32), v: constScalar(0)})
+	case pseudoFunc: // H1: a callback's address, callback.go
+		r, err := c.funcReg(in)
+		if err != nil {
+			return err
+		}
+		c.setReg(in.dst, r)
 	case pseudoBTFID: // ksym.go
 		c.setReg(in.dst, c.ksymReg(in))
 	}

@@ -80,7 +80,7 @@ func (c *checker) transfer(i int, lo, po regset) (regset, regset) {
 		switch jmpOps[in.op()>>4] {
 		case "call":
 			args := argRegs
-			if p, ok := helperProtos[in.imm]; ok {
+			if p, ok := helperProtos[in.imm]; ok && in.src == 0 {
 				args = 0
 				for j := range p.args {
 					args |= bit(uint8(j + 1))
@@ -90,6 +90,9 @@ func (c *checker) transfer(i int, lo, po regset) (regset, regset) {
 			return lo&^clob | args, po&^clob | args
 		case "exit":
 			r0 := bit(0)
+			if c.subprogOf != nil && c.subprogOf[i] != 0 {
+				return r0, r0 // a subprogram's R0 may decide anything in its caller
+			}
 			// 6.1's check_return_code does not mark R0 precise (6.8 began to), so a state
 			// with any R0 at the exit prunes another there.
 			if c.prog.AttachType == btfmodel.ModRet || !c.has(btfmodel.CapVerifierExitR0Precise) {
@@ -137,7 +140,32 @@ func (c *checker) flow() flowInfo {
 func (c *checker) covers(ov *visit, cur *state, i int) bool {
 	old := ov.st
 	ids := map[uint32]uint32{}
-	live, prec := c.fi.live[i], c.fi.prec[i]
+	// states_equal: the same call stack (frames and callsites); the callers' frames are
+	// compared whole (their liveness is not tracked here), then the current one.
+	if len(old.callers) != len(cur.callers) || old.callsite != cur.callsite || old.subprog != cur.subprog {
+		return false
+	}
+	for n := range old.callers {
+		if old.callers[n].callsite != cur.callers[n].callsite || !c.frameCovers(&old.callers[n], &cur.callers[n], ^regset(0), ^regset(0), ^uint64(0), ids) {
+			return false
+		}
+	}
+	live, prec, read := c.fi.live[i], c.fi.prec[i], ov.read
+	if c.rangeWithin {
+		live, prec = ^regset(0), ^regset(0) // RANGE_WITHIN: every register, by range
+	}
+	if c.rangeWithin || len(c.subprogs) > 1 {
+		read = ^uint64(0) // stack liveness is per frame in the kernel; here: every slot
+	}
+	if !c.frameCovers(&old.frame, &cur.frame, live, prec, read, ids) {
+		return false
+	}
+	return refsafe(old, cur, ids)
+}
+
+// frameCovers is func_states_equal for one frame: registers in live (by range when in
+// prec), stack slots in read.
+func (c *checker) frameCovers(old, cur *frame, live, prec regset, read uint64, ids map[uint32]uint32) bool {
 	for r := range old.regs {
 		if live&bit(uint8(r)) == 0 {
 			continue
@@ -150,7 +178,7 @@ func (c *checker) covers(ov *visit, cur *state, i int) bool {
 	// bytes of the old state accept anything.
 	for b := 0; b < stackSize; b++ {
 		spi := b / regSize
-		if ov.read&(1<<uint(spi)) == 0 {
+		if read&(1<<uint(spi)) == 0 {
 			continue
 		}
 		o, n := old.stack[b], cur.stack[b]
@@ -163,11 +191,11 @@ func (c *checker) covers(ov *visit, cur *state, i int) bool {
 		}
 	}
 	for s := range old.spill {
-		if ov.read&(1<<uint(s)) != 0 && old.stack[s*regSize] == stackSpill && !c.regCovers(&old.spill[s], &cur.spill[s], true, ids) {
+		if read&(1<<uint(s)) != 0 && old.stack[s*regSize] == stackSpill && !c.regCovers(&old.spill[s], &cur.spill[s], true, ids) {
 			return false
 		}
 	}
-	return refsafe(old, cur, ids)
+	return true
 }
 
 func (c *checker) regCovers(o, n *reg, precise bool, ids map[uint32]uint32) bool {
@@ -189,7 +217,8 @@ func (c *checker) regCovers(o, n *reg, precise bool, ids map[uint32]uint32) bool
 			a.s32min <= b.s32min && a.s32max >= b.s32max && a.u32min <= b.u32min && a.u32max >= b.u32max &&
 			a.t.in(b.t)
 	}
-	if o.flags != n.flags || o.off != n.off || o.v != n.v || o.btfType != n.btfType || o.mapIdx != n.mapIdx || o.memSize != n.memSize {
+	if o.flags != n.flags || o.off != n.off || o.v != n.v || o.btfType != n.btfType || o.mapIdx != n.mapIdx || o.memSize != n.memSize ||
+		o.frameno != n.frameno || o.subprog != n.subprog {
 		return false
 	}
 	if (o.id == 0) != (n.id == 0) {

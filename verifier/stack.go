@@ -15,9 +15,12 @@ func (c *checker) stackBounds(regno uint8, r *reg, off, size int, how string) (i
 		lo = int64(r.v.val()) + int64(off)
 		hi = lo + int64(size)
 	}
+	// The access reaches the stack of the frame the pointer was made in (func(env, reg)).
+	c.frameNo = min(int(r.frameno), c.st.curframe())
+	c.fr = c.st.frameAt(c.frameNo)
 	minValid := int64(-stackSize)
 	if !c.has(btfmodel.CapVerifierStackReadAll) && how == " read from" {
-		minValid = int64(-c.st.allocated) // 6.1: reads stay within allocated_stack
+		minValid = int64(-c.fr.allocated) // 6.1: reads stay within allocated_stack
 	}
 	if lo < minValid || hi > 0 || (size == 0 && lo >= 0) {
 		switch {
@@ -31,12 +34,16 @@ func (c *checker) stackBounds(regno uint8, r *reg, off, size int, how string) (i
 		}
 		return 0, 0, reject("EACCES")
 	}
+	c.updateStackDepth(int(lo)) // update_stack_depth
 	return int(lo), int(hi), nil
 }
 
 // markStackRead is mark_reg_read on a stack slot: the read reaches every checkpoint up the
 // path until one whose segment wrote the slot.
 func (c *checker) markStackRead(spi int) {
+	if c.fr != nil && c.fr != &c.st.frame {
+		return // a caller's slot: pruning compares callers' stacks whole (prune.go)
+	}
 	bit := uint64(1) << uint(spi)
 	if c.st.written&bit != 0 {
 		return
@@ -58,8 +65,8 @@ func (c *checker) markStackReads(lo, hi int) {
 
 // growStack is grow_stack_state after a write reaching down to byte lo.
 func (c *checker) growStack(lo int) {
-	if n := (-lo + regSize - 1) / regSize * regSize; n > c.st.allocated {
-		c.st.allocated = n
+	if n := (-lo + regSize - 1) / regSize * regSize; n > c.fr.allocated {
+		c.fr.allocated = n
 	}
 }
 
@@ -73,7 +80,7 @@ func (c *checker) stackAccess(regno uint8, r *reg, off, size int, write bool, va
 	if err != nil {
 		return err
 	}
-	st := c.st
+	st := c.fr
 	if write {
 		c.growStack(lo)
 	}
@@ -97,7 +104,7 @@ func (c *checker) stackAccess(regno uint8, r *reg, off, size int, write bool, va
 	spi := slotIndex(lo) / regSize
 	c.scratch[100+spi] = true
 	if write {
-		if size == regSize {
+		if size == regSize && c.fr == &c.st.frame {
 			c.st.written |= 1 << uint(spi)
 		}
 		return c.stackWrite(spi, lo, hi, size, value, stImm)
@@ -107,10 +114,10 @@ func (c *checker) stackAccess(regno uint8, r *reg, off, size int, write bool, va
 }
 
 func (c *checker) stackWrite(spi, lo, hi, size, value int, stImm *int64) error {
-	st := c.st
+	st := c.fr
 	var src *reg
 	if value >= 0 {
-		src = &st.regs[value]
+		src = &c.st.regs[value]
 	}
 	aligned := lo%regSize == 0
 	isZero := (src != nil && src.typ == scalarValue && src.v.isConst() && src.v.val() == 0) || (stImm != nil && *stImm == 0)
@@ -147,9 +154,9 @@ func (c *checker) stackWrite(spi, lo, hi, size, value int, stImm *int64) error {
 func (c *checker) spillReg(spi int, r reg, size int) {
 	r.written = false
 	base := spi * regSize
-	c.st.spill[spi] = r
+	c.fr.spill[spi] = r
 	for b := 0; b < regSize; b++ {
-		k := &c.st.stack[base+b]
+		k := &c.fr.stack[base+b]
 		switch {
 		case b < size:
 			*k = stackSpill
@@ -161,7 +168,7 @@ func (c *checker) spillReg(spi int, r reg, size int) {
 }
 
 func (c *checker) stackRead(spi, lo, hi, size, value int) error {
-	st := c.st
+	st := c.fr
 	base := spi * regSize
 	if st.stack[base] == stackSpill {
 		sp := st.spill[spi]
@@ -215,12 +222,21 @@ func (c *checker) stackRead(spi, lo, hi, size, value int) error {
 func (c *checker) clobberSlot(off int) {
 	spi := slotIndex(off) / regSize
 	base := spi * regSize
-	if c.st.stack[base] == stackSpill {
+	if c.fr.stack[base] == stackSpill {
 		for b := 0; b < regSize; b++ {
-			if c.st.stack[base+b] == stackSpill {
-				c.st.stack[base+b] = stackMisc
+			if c.fr.stack[base+b] == stackSpill {
+				c.fr.stack[base+b] = stackMisc
 			}
 		}
-		c.st.spill[spi] = reg{}
+		c.fr.spill[spi] = reg{}
+	}
+}
+
+// updateStackDepth is update_stack_depth: the subprogram owning the accessed frame needs
+// at least -lo bytes of stack.
+func (c *checker) updateStackDepth(lo int) {
+	sp := c.fr.subprog
+	if sp >= 0 && sp < len(c.subprogs) && -lo > c.subprogs[sp].depth {
+		c.subprogs[sp].depth = -lo
 	}
 }

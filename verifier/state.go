@@ -17,6 +17,8 @@ const (
 	ptrToMapValue
 	constPtrToMap
 	ptrToMem
+	ptrToFunc   // ld_imm64 BPF_PSEUDO_FUNC: a callback's subprogram (subprog)
+	ptrToMapKey // a for_each callback's key argument
 )
 
 // typeFlag are the bpf_type_flag modifiers the model tracks.
@@ -30,6 +32,7 @@ const (
 	flagRCU
 	flagUntrusted
 	flagTrusted
+	flagRingbuf // MEM_RINGBUF (6.1 MEM_ALLOC): a bpf_ringbuf_reserve record (H3)
 )
 
 // reg is struct bpf_reg_state, reduced: off is reg->off (the fixed pointer offset), v the
@@ -48,6 +51,10 @@ type reg struct {
 	mapIdx int
 	// PTR_TO_MEM: accessible size.
 	memSize int
+	// frameno is the frame a PTR_TO_STACK points into (0 = the main program's).
+	frameno uint8
+	// subprog is PTR_TO_FUNC's subprogram index.
+	subprog int
 	// path names what the pointer points at, for load explanations ("sk", "sk->sk_socket").
 	path string
 	// written marks REG_LIVE_WRITTEN for the log's "_w" suffix (not part of equality).
@@ -79,18 +86,41 @@ const (
 	stackSpill
 )
 
-// state is one verifier state (a single frame: subprogram calls are not modelled).
-type state struct {
+// frame is struct bpf_func_state: one call frame's registers and stack.
+type frame struct {
 	regs  [11]reg
 	stack [stackSize]slotKind
 	spill [stackSize / regSize]reg // spilled register per 8-byte slot (byte 0 = fp-512)
 	// allocated is allocated_stack: the deepest byte written, rounded up to 8. 6.1 bounds
 	// direct reads by it (6.3 let privileged programs read any stack).
 	allocated int
+	// callsite is the call insn that made this frame (-1 in the main frame); subprog its
+	// subprogram index.
+	callsite, subprog int
+	// callback marks a callback frame (in_callback_fn), cbRange its return range and
+	// cbRefs the references held when it was entered.
+	callback   bool
+	cbLo, cbHi int64
+	cbRefs     int
+	// helper is the helper id that made a callback frame (bpf_loop, for_each).
+	helper int32
+	// cbDepth is callback_depth: how often this frame's callback was entered in a row.
+	cbDepth int
+}
+
+// state is one verifier state (struct bpf_verifier_state): the current frame, embedded,
+// and the frames of its callers (frame number = len(callers)).
+type state struct {
+	frame
+	callers []frame
 	// written is the slots fully written since the last checkpoint (REG_LIVE_WRITTEN).
 	written uint64
 	// refs are the acquired references (acquired_refs), in the order taken.
-	refs   []refState
+	refs []refState
+	// rcuLock is active_rcu_lock (7.2: active_rcu_locks, a depth): H2, kfunc.go.
+	rcuLock int
+	// lock is active_lock: the bpf_spin_lock held (H3, helper_spinlock.go).
+	lock   spinLock
 	parent *visit
 }
 
@@ -109,7 +139,19 @@ type visit struct {
 func (s *state) clone() *state {
 	c := *s
 	c.refs = append([]refState(nil), s.refs...)
+	c.callers = append([]frame(nil), s.callers...)
 	return &c
+}
+
+// curframe is the current frame's number.
+func (s *state) curframe() int { return len(s.callers) }
+
+// frameAt is frame n of the call stack.
+func (s *state) frameAt(n int) *frame {
+	if n >= len(s.callers) {
+		return &s.frame
+	}
+	return &s.callers[n]
 }
 
 // slotIndex maps a stack offset (negative, relative to fp) to the byte index.

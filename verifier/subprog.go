@@ -1,17 +1,301 @@
 package verifier
 
-// bpf-to-bpf calls: add_subprog, check_func_call and prepare_func_exit
-// (kernel/bpf/verifier.c).
+import (
+	"sort"
+	"strings"
 
-// addSubprog is add_subprog for the call at insn i (a pre-pass, before the walk).
-func (c *checker) addSubprog(i int) error {
-	c.note("bpf-to-bpf calls are not modelled (insn %d)", i)
-	c.logf("model: bpf-to-bpf calls are not modelled")
+	"github.com/cilium/ebpf/btf"
+	"github.com/trampjit/trampjit/btfmodel"
+)
+
+// bpf-to-bpf calls: add_subprog, check_subprogs, check_func_call / __check_func_call,
+// prepare_func_exit and check_max_stack_depth (kernel/bpf/verifier.c).
+
+const (
+	maxCallFrames = 8 // MAX_CALL_FRAMES
+	pseudoFunc    = 4 // BPF_PSEUDO_FUNC (ld_imm64 of a callback)
+	// privStackMinSize is BPF_PRIV_STACK_MIN_SIZE: 7.2's private stack threshold.
+	privStackMinSize = 64
+)
+
+// subprogInfo is struct bpf_subprog_info with its func_info (bpf_func_info_aux).
+type subprogInfo struct {
+	start int
+	depth int // stack_depth: the deepest byte the subprogram's frame used
+	// fn is the func_info's BTF function (nil without BTF); global its linkage.
+	fn     *btf.Func
+	global bool
+	// called is set when a global subprogram is reached (6.12 verifies only those).
+	called, verified bool
+}
+
+func (sp *subprogInfo) name() string {
+	if sp.fn == nil {
+		return ""
+	}
+	return sp.fn.Name
+}
+
+// resolveFuncRefs gives calls and ld_imm64 of functions (cilium's symbolic references)
+// their pc-relative immediates, as the loader does, and records each function's
+// func_info by its first instruction.
+func (c *checker) resolveFuncRefs() map[int]*btf.Func {
+	syms := map[string]int{}
+	meta := map[int]*btf.Func{}
+	raw := 0
+	for i := range c.prog.Instructions {
+		ins := &c.prog.Instructions[i]
+		if s := ins.Symbol(); s != "" {
+			syms[s] = raw
+		}
+		if fn := btf.FuncMetadata(ins); fn != nil {
+			meta[raw] = fn
+		}
+		raw += int(ins.Size() / 8)
+	}
+	raw = 0
+	for i := range c.prog.Instructions {
+		ins := &c.prog.Instructions[i]
+		if ins.IsFunctionReference() && ins.Reference() != "" {
+			if t, ok := syms[ins.Reference()]; ok && raw < len(c.insns) {
+				c.insns[raw].imm = int32(t - raw - 1)
+			}
+		}
+		raw += int(ins.Size() / 8)
+	}
+	return meta
+}
+
+// addSubprogs is add_subprog for every call and function load: the subprogram starts,
+// sorted, with their func_info.
+func (c *checker) addSubprogs() error {
+	meta := c.resolveFuncRefs()
+	starts := map[int]bool{0: true}
+	for i := range c.insns {
+		in := &c.insns[i]
+		isCall := in.class() == clsJMP && in.op() == 0x80 && in.src == pseudoCall
+		isFunc := in.isLdImm64() && in.src == pseudoFunc
+		if !isCall && !isFunc {
+			continue
+		}
+		t := i + int(in.imm) + 1
+		if t < 0 || t >= len(c.insns) {
+			c.logf("call to invalid destination")
+			return reject("EINVAL")
+		}
+		starts[t] = true
+	}
+	var list []int
+	for s := range starts {
+		list = append(list, s)
+	}
+	sort.Ints(list)
+	c.subprogs = make([]subprogInfo, len(list))
+	for k, s := range list {
+		sp := &c.subprogs[k]
+		sp.start = s
+		sp.fn = meta[s]
+		sp.global = sp.fn != nil && k > 0 && sp.fn.Linkage == btf.GlobalFunc
+	}
+	c.subprogOf = make([]int, len(c.insns))
+	k := 0
+	for i := range c.insns {
+		if k+1 < len(list) && i >= list[k+1] {
+			k++
+		}
+		c.subprogOf[i] = k
+	}
+	return nil
+}
+
+// subprogEnd is one past the subprogram's last instruction.
+func (c *checker) subprogEnd(k int) int {
+	if k+1 < len(c.subprogs) {
+		return c.subprogs[k+1].start
+	}
+	return len(c.insns)
+}
+
+// hasFuncInfo is prog->aux->func_info: the object carried BTF for its functions.
+func (c *checker) hasFuncInfo() bool {
+	return len(c.subprogs) > 0 && c.subprogs[0].fn != nil
+}
+
+// checkRecursion is check_cfg's back-edge rule for call edges (never loop_ok): a
+// subprogram reachable from itself through calls or function loads is refused.
+func (c *checker) checkRecursion() error {
+	state := make([]int, len(c.subprogs)) // 0 new, 1 on the DFS path, 2 done
+	var visit func(k int) error
+	visit = func(k int) error {
+		state[k] = 1
+		for i := c.subprogs[k].start; i < c.subprogEnd(k); i++ {
+			in := &c.insns[i]
+			if in.filler {
+				continue
+			}
+			if !(in.class() == clsJMP && in.op() == 0x80 && in.src == pseudoCall) && !(in.isLdImm64() && in.src == pseudoFunc) {
+				continue
+			}
+			t := i + int(in.imm) + 1
+			callee := c.subprogOf[t]
+			switch state[callee] {
+			case 1:
+				c.logf("back-edge from insn %d to %d", i, t)
+				return reject("EINVAL")
+			case 0:
+				if err := visit(callee); err != nil {
+					return err
+				}
+			}
+		}
+		state[k] = 2
+		return nil
+	}
+	return visit(0)
+}
+
+// subprogCall is check_func_call for the current instruction: the next insn to walk.
+func (c *checker) subprogCall(in *insn) (int, error) {
+	if c.st.curframe()+1 >= maxCallFrames {
+		c.logf("the call stack of %d frames is too deep", c.st.curframe()+2)
+		return 0, reject("E2BIG")
+	}
+	target := c.idx + int(in.imm) + 1
+	k := c.subprogOf[target]
+	sp := &c.subprogs[k]
+	if sp.global {
+		return c.idx + 1, c.globalCall(k)
+	}
+	c.staticArgMatch(k)
+	callee := frame{callsite: c.idx, subprog: k}
+	for r := 1; r <= 5; r++ {
+		callee.regs[r] = c.st.regs[r]
+	}
+	callee.regs[10] = reg{typ: ptrToStack, v: constScalar(0), frameno: uint8(c.st.curframe() + 1)}
+	c.clobberCallerSaved()
+	c.pushFrame(callee)
+	c.logf("caller:")
+	c.logFrame(&c.st.callers[len(c.st.callers)-1])
+	c.logf("callee:")
+	c.logFrame(&c.st.frame)
+	return target, nil
+}
+
+// logFrame is print_verifier_state for one frame.
+func (c *checker) logFrame(f *frame) {
+	c.logx("%s", strings.TrimSpace(c.stateDump(&state{frame: *f}, nil)))
+}
+
+// pushFrame makes f the current frame, the current one its caller.
+func (c *checker) pushFrame(f frame) {
+	c.st.callers = append(c.st.callers, c.st.frame)
+	c.st.frame = f
+	c.st.written = 0 // the write marks are the current frame's
+	for r := range c.st.regs {
+		c.scratch[r] = true
+	}
+}
+
+// funcExit is prepare_func_exit: back to the caller, R0 carried over (not from a
+// callback), the callee's frame dropped. It gives the next insn to walk.
+func (c *checker) funcExit() (int, error) {
+	callee := c.st.frame
+	r0 := callee.regs[0]
+	if callee.callback {
+		if err := c.callbackExit(&callee); err != nil {
+			return 0, err
+		}
+	} else if r0.typ == ptrToStack {
+		// Any stack pointer, even the caller's own (the kernel is conservative here).
+		c.logf("cannot return stack pointer to the caller")
+		return 0, reject("EINVAL")
+	}
+	n := len(c.st.callers)
+	c.st.frame = c.st.callers[n-1]
+	c.st.callers = c.st.callers[:n-1]
+	c.st.written = 0
+	next := callee.callsite + 1
+	if callee.callback {
+		if c.has(btfmodel.CapVerifierCallbackIterate) {
+			next = callee.callsite // the call is walked again: the next iteration
+		}
+	} else {
+		c.setReg(0, r0)
+	}
+	c.logf("returning from callee:")
+	c.logFrame(&callee)
+	c.logf("to caller at %d:", next)
+	c.logFrame(&c.st.frame)
+	return next, nil
+}
+
+// checkMaxStackDepth is check_max_stack_depth: along every chain of calls from the main
+// program the frames' stack depths, each rounded up, may not exceed MAX_BPF_STACK.
+func (c *checker) checkMaxStackDepth() error {
+	round := func(d int) int { return (max(d, 1) + 31) / 32 * 32 } // the interpreter's granularity
+	if c.has(btfmodel.CapVerifierStackRound16) {
+		round = func(d int) int { return (d + 15) / 16 * 16 } // round_up_stack_depth, JIT requested
+	}
+	var walk func(k, depth, frames int) error
+	walk = func(k, depth, frames int) error {
+		if d := round(c.subprogs[k].depth); !c.has(btfmodel.CapVerifierPrivStack) || d < privStackMinSize {
+			depth += d // 7.2: a frame of 64 bytes or more has a private stack of its own
+		}
+		if depth > stackSize {
+			c.logf("combined stack size of %d calls is %d. Too large", frames, depth)
+			return reject("EACCES")
+		}
+		for i := c.subprogs[k].start; i < c.subprogEnd(k); i++ {
+			in := &c.insns[i]
+			if in.filler || !(in.class() == clsJMP && in.op() == 0x80 && in.src == pseudoCall) && !(in.isLdImm64() && in.src == pseudoFunc) {
+				continue
+			}
+			callee := c.subprogOf[i+int(in.imm)+1]
+			if frames+1 > maxCallFrames {
+				c.logf("the call stack of %d frames is too deep !", frames+1)
+				return reject("E2BIG")
+			}
+			if err := walk(callee, depth, frames+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(0, 0, 1)
+}
+
+// checkRecursionNamed is 7.2's pre-pass refusal of a recursive call, by function names.
+func (c *checker) checkRecursionNamed() error {
+	n0 := len(c.log)
+	err := c.checkRecursion()
+	if err == nil {
+		return nil
+	}
+	c.log = c.log[:n0]
+	var from, to int
+	for k := range c.subprogs {
+		for i := c.subprogs[k].start; i < c.subprogEnd(k); i++ {
+			in := &c.insns[i]
+			if !in.filler && in.class() == clsJMP && in.op() == 0x80 && in.src == pseudoCall {
+				if t := c.subprogOf[i+int(in.imm)+1]; t <= k {
+					from, to = k, t
+				}
+			}
+		}
+	}
+	c.logf("recursive call from %s() to %s()", c.subprogs[from].name(), c.subprogs[to].name())
 	return reject("EINVAL")
 }
 
-// subprogCall is check_func_call for the current instruction.
-func (c *checker) subprogCall(in *insn) error {
-	c.logf("model: bpf-to-bpf calls are not modelled")
-	return reject("EINVAL")
+// staticArgMatch: btf_check_subprog_call for a static subprogram only marks it unreliable
+// when the arguments do not match its BTF; the verdict does not change, and the messages it
+// logs come after the main program's own (6.1) or not at all, so none are modelled.
+func (c *checker) staticArgMatch(k int) {}
+
+// forcePrune is 6.12's mark_force_checkpoint at a callback-calling helper: the state is
+// compared (and recorded) at every visit, ancestors included, so iterations converge.
+func (c *checker) forcePrune(i int) bool {
+	in := &c.insns[i]
+	return c.has(btfmodel.CapVerifierCallbackIterate) && in.code == clsJMP|0x80 && in.src == 0 &&
+		(in.imm == helperLoop || in.imm == helperForEachMapElem)
 }

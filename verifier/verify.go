@@ -74,6 +74,20 @@ type checker struct {
 	jmps, prevJmps, prevInsns int
 	epoch                     uint64
 	tmpID                     uint32 // temporary ids of check_scalar_ids
+
+	kfuncs map[int]*kfuncDesc // H2: the kfunc called at each insn (kfunc.go)
+
+	// subprogs is subprog_info (index 0 the main program), subprogOf each insn's subprog.
+	subprogs  []subprogInfo
+	subprogOf []int
+	// fr is the frame the current stack access reaches (set by stackBounds), frameNo its
+	// number.
+	fr      *frame
+	frameNo int
+	// cbNext is where a 6.1 callback call continues: the callback's first insn.
+	cbNext int
+	// rangeWithin is states_equal's RANGE_WITHIN (6.12's callback convergence).
+	rangeWithin bool
 }
 
 // logf logs a verifier message (a candidate for Result.Error).
@@ -162,8 +176,14 @@ func (c *checker) setup() error {
 	if err != nil {
 		return err
 	}
+	if err := c.resolveKfuncs(); err != nil { // H2: kfunc.go, libbpf's ksym resolution
+		return err
+	}
 	c.loads = map[int]string{}
 	c.ptrKind = map[int]string{}
+	if err := c.addSubprogs(); err != nil {
+		return err
+	}
 	if err := c.checkSubprogs(); err != nil {
 		return err
 	}
@@ -187,20 +207,52 @@ func (c *checker) setup() error {
 
 func (c *checker) initState() *state {
 	st := &state{}
+	st.callsite = -1
 	st.regs[1] = reg{typ: ptrToCtx, v: constScalar(0)}
 	st.regs[10] = reg{typ: ptrToStack, v: constScalar(0)}
 	return st
 }
 
-// walk is do_check: depth-first over the branches, fall-through first.
+// walk is bpf_check's do_check_subprogs / do_check_main in the profile's order, then
+// check_max_stack_depth.
 func (c *checker) walk() error {
-	c.st = c.initState()
-	c.visited = map[int][]*visit{}
 	c.fi = c.flow()
 	c.scratch = map[int]bool{}
+	if !c.has(btfmodel.CapVerifierGlobalMainFirst) {
+		if err := c.verifyGlobals(); err != nil {
+			return err
+		}
+	}
+	st := c.initState()
+	c.st = st
 	c.mainArgMatch()
-	c.logx("0:%s", c.stateDump(c.st, nil))
-	c.idx = 0
+	if err := c.walkFrom(st, 0); err != nil {
+		return err
+	}
+	if c.has(btfmodel.CapVerifierGlobalMainFirst) {
+		if err := c.verifyGlobals(); err != nil {
+			return err
+		}
+	}
+	// The walks' lines are gone by the time check_max_stack_depth speaks (its message is
+	// the log's first on every kernel).
+	c.flush()
+	n := len(c.log)
+	err := c.checkMaxStackDepth()
+	if err != nil {
+		c.log = append(c.log[:0], c.log[n:]...)
+	}
+	return err
+}
+
+// walkFrom is do_check from one entry state: depth-first over the branches, fall-through
+// first.
+func (c *checker) walkFrom(st *state, start int) error {
+	c.st = st
+	c.visited = map[int][]*visit{}
+	c.stack = nil
+	c.logx("%d:%s", start, c.stateDump(c.st, nil))
+	c.idx = start
 	for {
 		c.processed++
 		if c.processed > complexityLimitInsns {
@@ -211,7 +263,8 @@ func (c *checker) walk() error {
 			c.logf("invalid insn idx %d insn_cnt %d", c.idx, len(c.insns))
 			return reject("EFAULT")
 		}
-		if c.prune[c.idx] {
+		c.fr = nil
+		if c.prune[c.idx] || c.forcePrune(c.idx) {
 			switch c.visitState() {
 			case 1:
 				c.logx("%d: safe", c.idx)
@@ -317,13 +370,32 @@ func (c *checker) visitState() int {
 	// one (20 and 100 inside a loop); which states exist decides what gets pruned.
 	add := c.jmps-c.prevJmps >= 2 && c.processed-c.prevInsns >= 8
 	c.epoch++ // marks the ancestors, still being explored (branches > 0): never prune against them
+	if c.forcePrune(c.idx) {
+		// 6.12 at a callback-calling helper: RANGE_WITHIN against every state there,
+		// ancestors included, and no loop check; the state is always recorded.
+		add = true
+		c.rangeWithin = true
+		for v := c.st.parent; v != nil; v = v.parent {
+			if v.insn == c.idx && c.covers(v, c.st, c.idx) {
+				c.rangeWithin = false
+				return 1
+			}
+		}
+		for _, v := range c.visited[c.idx] {
+			if c.covers(v, c.st, c.idx) {
+				c.rangeWithin = false
+				return 1
+			}
+		}
+		c.rangeWithin = false
+	}
 	for v := c.st.parent; v != nil; v = v.parent {
-		if v.insn != c.idx {
+		if v.insn != c.idx || c.forcePrune(c.idx) {
 			continue
 		}
 		v.ancestor = c.epoch
 		// states_maybe_looping compares the registers byte for byte first.
-		if regsExact(v.st, c.st) && c.covers(v, c.st, c.idx) {
+		if regsExact(v.st, c.st) && len(v.st.callers) == len(c.st.callers) && c.covers(v, c.st, c.idx) {
 			c.loopOld = v.st
 			return -1
 		}
@@ -475,7 +547,7 @@ func (c *checker) mainArgMatch() {
 func regsExact(a, b *state) bool {
 	for i := range a.regs {
 		x, y := &a.regs[i], &b.regs[i]
-		if x.v != y.v || x.typ != y.typ || x.flags != y.flags || x.off != y.off || x.id != y.id || x.refObjID != y.refObjID ||
+		if x.v != y.v || x.typ != y.typ || x.flags != y.flags || x.off != y.off || x.id != y.id || x.refObjID != y.refObjID || x.frameno != y.frameno ||
 			x.mapIdx != y.mapIdx || x.memSize != y.memSize || x.btfType != y.btfType {
 			return false
 		}

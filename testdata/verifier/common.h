@@ -55,3 +55,8 @@ struct sockaddr_in { u16 sin_family; u16 sin_port; } CORE;
 struct task_struct { int pid; int tgid; char comm[16]; struct task_struct *real_parent; } CORE;
 struct linux_binprm { struct file *file; const char *filename; } CORE;
 struct timespec64 { s64 tv_sec; long tv_nsec; } CORE;
+
+/* bpf-to-bpf calls and callbacks (subprog, global, callback tests) */
+#define __noinline __attribute__((noinline))
+static long (*bpf_for_each_map_elem)(void *map, void *callback_fn, void *callback_ctx, u64 flags) = (void *)164;
+static long (*bpf_loop)(u32 nr_loops, void *callback_fn, void *callback_ctx, u64 flags) = (void *)181;
