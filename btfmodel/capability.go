@@ -75,6 +75,7 @@ const (
 	CapHelperStorageOwnerOrNull   Capability = "helper-storage-owner-or-null"
 	CapHelperDPathUninitBuf       Capability = "helper-d-path-uninit-buf"
 	CapVerifierConstKeyNotNull    Capability = "verifier-const-key-not-null"
+	CapVerifierSleepableSpinLock  Capability = "verifier-sleepable-spin-lock"
 	CapVerifierMemSizeRaw         Capability = "verifier-mem-size-raw"
 	CapVerifierMapArgAsMem        Capability = "verifier-map-arg-as-mem"
 	CapVerifierRegNotNullMem      Capability = "verifier-reg-not-null-mem"
@@ -110,6 +111,7 @@ const (
 	CapVerifierPrivStack        Capability = "verifier-priv-stack"
 	CapVerifierGlobalVoidReturn Capability = "verifier-global-void-return"
 	CapVerifierMemArgNoCtx      Capability = "verifier-mem-arg-no-ctx"
+	CapVerifierCallFrames16     Capability = "verifier-call-frames-16"
 	CapLogStateCompact          Capability = "log-state-compact"
 	CapLogConstVarOff           Capability = "log-const-var-off"
 	CapLogVarOffStackOff        Capability = "log-var-off-stack-off"
@@ -183,6 +185,7 @@ var Capabilities = []CapInfo{
 	bounded(CapVerifierReleaseOffMsg, "a released pointer with an offset is 'R%d must have zero offset when passed to release func or trusted arg to kfunc' (6.1: 'dereference of modified alloc_mem ptr')"),
 	bounded(CapHelperStorageOwnerOrNull, "the local storage helpers take their owner as ARG_PTR_TO_BTF_ID_OR_NULL: NULL passes (6.1: 'R2 type=scalar expected=ptr_')"),
 	{Cap: CapVerifierConstKeyNotNull, After: v(6, 12), Since: v(7, 2), Doc: "bpf_map_lookup_elem on an array or percpu array with a constant key below max_entries returns a map value that is not NULL (can_elide_value_nullness, get_constant_map_key)"},
+	bounded(CapVerifierSleepableSpinLock, "sleepable programs may use maps whose value holds a bpf_spin_lock (6.1: 'sleepable progs cannot use bpf_spin_lock yet')"),
 	bounded(CapHelperDPathUninitBuf, "bpf_d_path's buffer is written, not read (6.1: ARG_PTR_TO_MEM, so it must be initialised)"),
 	bounded(CapVerifierMemSizeRaw, "check_mem_size_reg keeps raw mode for a variable size and checks a zero size itself"),
 	bounded(CapVerifierMapArgAsMem, "map key and value arguments are checked as memory (ringbuf_mem, trusted_ptr_ allowed)"),
@@ -215,8 +218,9 @@ var Capabilities = []CapInfo{
 	bounded(CapVerifierCFGPerSubprog, "check_cfg walks each subprogram on its own: a recursive call is no back-edge (the frame limit stops it); 6.1 follows call edges and reports 'back-edge from insn %d to %d'"),
 	{Cap: CapVerifierRecursiveCallMsg, After: v(6, 12), Since: v(7, 2), Doc: "a recursive bpf-to-bpf call is refused before the walk: 'recursive call from %s() to %s()'"},
 	bounded(CapVerifierStackRound16, "check_max_stack_depth rounds a JITed frame's stack depth up to 16 bytes (6.1: 32)"),
-	{Cap: CapVerifierPrivStack, After: v(6, 12), Since: v(7, 2), Doc: "tracing programs' frames using 64 bytes or more get a private stack: they leave the combined stack depth, and more than 8 call frames are allowed"},
+	{Cap: CapVerifierPrivStack, After: v(6, 12), Since: v(7, 2), Doc: "tracing programs' frames using 64 bytes or more (rounded) get a private stack: they leave the combined stack depth"},
 	{Cap: CapVerifierGlobalVoidReturn, After: v(6, 12), Since: v(7, 2), Doc: "a global function may return void ('Global function %s() doesn't return scalar' before)"},
+	{Cap: CapVerifierCallFrames16, After: v(6, 12), Since: v(7, 2), Doc: "MAX_CALL_FRAMES is 16 ('the call stack of 17 frames is too deep'; 8 before)"},
 	{Cap: CapVerifierMemArgNoCtx, After: v(6, 12), Since: v(7, 2), Doc: "a ctx pointer passed for a memory argument (check_helper_mem_access) is refused as 'R%d type=ctx expected=fp' (6.12 checks it as a 1-byte ctx read at size-1)"},
 	bounded(CapLogStateCompact, "print_verifier_state's compact form: constants with their type, no off=0, bounds only where they say something"),
 	bounded(CapLogConstVarOff, "alignment messages print a constant var_off as a number"),

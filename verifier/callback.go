@@ -68,7 +68,7 @@ func (c *checker) callbackCall(in *insn, id int32) error {
 		cb.regs[4] = regs[3]
 	}
 	cb.regs[10] = reg{typ: ptrToStack, v: constScalar(0), frameno: uint8(c.st.curframe() + 1)}
-	if c.st.curframe()+1 >= maxCallFrames {
+	if c.st.curframe()+1 >= c.maxCallFrames() {
 		c.logf("the call stack of %d frames is too deep", c.st.curframe()+2)
 		return reject("E2BIG")
 	}

@@ -156,7 +156,7 @@ func (c *checker) checkRecursion() error {
 
 // subprogCall is check_func_call for the current instruction: the next insn to walk.
 func (c *checker) subprogCall(in *insn) (int, error) {
-	if c.st.curframe()+1 >= maxCallFrames {
+	if c.st.curframe()+1 >= c.maxCallFrames() {
 		c.logf("the call stack of %d frames is too deep", c.st.curframe()+2)
 		return 0, reject("E2BIG")
 	}
@@ -184,6 +184,14 @@ func (c *checker) subprogCall(in *insn) (int, error) {
 // logFrame is print_verifier_state for one frame.
 func (c *checker) logFrame(f *frame) {
 	c.logx("%s", strings.TrimSpace(c.stateDump(&state{frame: *f}, nil)))
+}
+
+// maxCallFrames is MAX_CALL_FRAMES.
+func (c *checker) maxCallFrames() int {
+	if c.has(btfmodel.CapVerifierCallFrames16) {
+		return 16
+	}
+	return maxCallFrames
 }
 
 // pushFrame makes f the current frame, the current one its caller.
@@ -251,7 +259,7 @@ func (c *checker) checkMaxStackDepth() error {
 				continue
 			}
 			callee := c.subprogOf[i+int(in.imm)+1]
-			if frames+1 > maxCallFrames {
+			if frames+1 > c.maxCallFrames() {
 				c.logf("the call stack of %d frames is too deep !", frames+1)
 				return reject("E2BIG")
 			}
