@@ -154,6 +154,8 @@ func (c *checker) call(in *insn) error {
 	switch id {
 	case helperForEachMapElem, helperLoop: // H1: callbacks, callback.go
 		return c.callbackCall(in, id)
+	case helperPerCPUPtr, helperThisCPUPtr: // H4: percpu __ksym variables, ksym.go
+		return c.percpuPtrCall(id, name)
 	}
 	if unmodelled {
 		c.note("helper %s#%d is not modelled: arguments unchecked, R0 unknown", name, id)

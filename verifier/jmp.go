@@ -317,14 +317,17 @@ func (c *checker) syncLinked(in *insn) {
 			if src.typ != scalarValue || src.id == 0 {
 				continue
 			}
-			for i := range st.regs {
-				if st.regs[i].typ == scalarValue && st.regs[i].id == src.id {
-					st.regs[i].v = src.v
+			for n := 0; n <= st.curframe(); n++ { // every frame, as the kernel does
+				f := st.frameAt(n)
+				for i := range f.regs {
+					if f.regs[i].typ == scalarValue && f.regs[i].id == src.id {
+						f.regs[i].v = src.v
+					}
 				}
-			}
-			for i := range st.spill {
-				if st.stack[i*regSize] == stackSpill && st.spill[i].typ == scalarValue && st.spill[i].id == src.id {
-					st.spill[i].v = src.v
+				for i := range f.spill {
+					if f.stack[i*regSize] == stackSpill && f.spill[i].typ == scalarValue && f.spill[i].id == src.id {
+						f.spill[i].v = src.v
+					}
 				}
 			}
 		}

@@ -92,3 +92,43 @@ func linkKsyms(insns asm.Instructions, typed map[string]bool, kernel *btf.Spec) 
 		ins.Constant = int64(best)
 	}
 }
+
+const (
+	helperPerCPUPtr  = 153 // bpf_per_cpu_ptr
+	helperThisCPUPtr = 154 // bpf_this_cpu_ptr
+)
+
+// percpuPtrCall is check_helper_call for bpf_per_cpu_ptr and bpf_this_cpu_ptr
+// (kernel/bpf/helpers.c protos): R1 is ARG_PTR_TO_PERCPU_BTF_ID (a per-CPU __ksym), R2 the
+// CPU for bpf_per_cpu_ptr; R0 is RET_PTR_TO_MEM_OR_BTF_ID of the variable's type, MEM_RDONLY
+// folded away for a struct (PTR_TO_BTF_ID), PTR_MAYBE_NULL for bpf_per_cpu_ptr (a CPU past
+// nr_cpu_ids gives NULL).
+func (c *checker) percpuPtrCall(id int32, name string) error {
+	if err := c.readReg(1); err != nil {
+		return err
+	}
+	if id == helperPerCPUPtr {
+		if err := c.readReg(2); err != nil {
+			return err
+		}
+	}
+	r := c.st.regs[1]
+	if r.typ != ptrToBTFID || r.flags&flagPercpu == 0 {
+		c.logf("R1 type=%s expected=percpu_ptr_", regTypeStr(c.env.Kernel, &r))
+		return reject("EACCES")
+	}
+	c.clobberCallerSaved()
+	var ret reg
+	if isStructOrUnion(r.btfType) {
+		ret = reg{typ: ptrToBTFID, btfType: r.btfType, v: constScalar(0), path: r.path}
+	} else {
+		size, _ := btf.Sizeof(r.btfType)
+		ret = reg{typ: ptrToMem, flags: flagRdonly, memSize: size, v: constScalar(0), path: r.path}
+	}
+	if id == helperPerCPUPtr {
+		ret.flags |= flagMaybeNull
+		ret.id = c.newID()
+	}
+	c.setReg(0, ret)
+	return nil
+}

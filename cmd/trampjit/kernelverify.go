@@ -30,8 +30,9 @@ func defaultBTF(k, arch string) string {
 	return "/sys/kernel/btf/vmlinux"
 }
 
-// kernelPrograms converts ELF objects and JSON instruction lists into the guest transport.
-func kernelPrograms(files []string, spec *btf.Spec) ([]wire.VerifyProgram, error) {
+// kernelPrograms converts ELF objects and JSON instruction lists into the guest transport;
+// the programs of an object it does not load (kprobes, iterators, ...) are named on notes.
+func kernelPrograms(files []string, spec *btf.Spec, notes io.Writer) ([]wire.VerifyProgram, error) {
 	var out []wire.VerifyProgram
 	for _, f := range files {
 		if strings.EqualFold(filepath.Ext(f), ".json") {
@@ -63,9 +64,12 @@ func kernelPrograms(files []string, spec *btf.Spec) ([]wire.VerifyProgram, error
 			}
 			continue
 		}
-		progs, err := kernel.ProgramsFromELF(f, kernel.ELFOptions{KernelBTF: spec})
+		progs, skipped, err := kernel.ProgramsFromELFSkipped(f, kernel.ELFOptions{KernelBTF: spec})
 		if err != nil {
 			return nil, err
+		}
+		for _, s := range skipped {
+			fmt.Fprintf(notes, "%s: %s (%s) skipped: %s\n", f, s.Name, s.Section, s.Reason)
 		}
 		out = append(out, progs...)
 	}
@@ -129,7 +133,7 @@ func runKernelVerify(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	progs, err := kernelPrograms(files, spec)
+	progs, err := kernelPrograms(files, spec, stderr)
 	if err != nil {
 		return err
 	}
