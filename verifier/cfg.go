@@ -110,6 +110,9 @@ func (c *checker) resolveMaps() error {
 			c.logf("fd %d is not pointing to valid bpf_map", in.imm)
 			return reject("EBADF")
 		}
+		if err := c.mapProgCompat(idx); err != nil { // H3: helper_spinlock.go
+			return err
+		}
 		if in.src == pseudoMapValue {
 			if off := uint32(in.imm64 >> 32); off >= c.prog.Maps[idx].ValueSize {
 				c.logf("invalid access to map value pointer, value_size=%d off=%d", c.prog.Maps[idx].ValueSize, off)

@@ -91,8 +91,16 @@ func ParseELFObject(data []byte, kernel *btf.Spec) (progs []Program, skipped []S
 	}
 	var maps []Map
 	for name, m := range spec.Maps {
-		maps = append(maps, Map{Name: name, Type: strings.ToLower(m.Type.String()), KeySize: m.KeySize,
-			ValueSize: m.ValueSize, MaxEntries: m.MaxEntries, ReadOnly: strings.HasPrefix(name, ".rodata")})
+		mm := Map{Name: name, Type: mapTypeName(uint32(m.Type)), KeySize: m.KeySize,
+			ValueSize: m.ValueSize, MaxEntries: m.MaxEntries, ReadOnly: strings.HasPrefix(name, ".rodata")}
+		// Key and value BTF as libbpf (and the kernel backend) create the map with them:
+		// both declared, neither void nor a data section.
+		if _, void := m.Key.(*btf.Void); m.Key != nil && m.Value != nil && !void {
+			if _, datasec := m.Value.(*btf.Datasec); !datasec {
+				mm.Key, mm.Value = m.Key, m.Value
+			}
+		}
+		maps = append(maps, mm)
 	}
 	sort.Slice(maps, func(i, j int) bool { return maps[i].Name < maps[j].Name })
 	names := make([]string, 0, len(spec.Programs))

@@ -11,87 +11,8 @@ import (
 )
 
 // Helper calls: check_helper_call, check_func_arg, check_mem_size_reg,
-// check_helper_mem_access (kernel/bpf/verifier.c); prototypes and availability from
-// kernel/trace/bpf_trace.c (bpf_tracing_func_proto, tracing_prog_func_proto) and
-// kernel/bpf/bpf_lsm.c (bpf_lsm_func_proto).
-
-type argKind int
-
-const (
-	argDontCare argKind = iota
-	argAnything
-	argCtx
-	argConstMap
-	argMapKey
-	argMapValue
-	argMem       // readable memory, size in the next argument
-	argUninitMem // memory the helper writes, size in the next argument
-	argConstSize
-	argConstSizeOrZero
-	argLong // 8 bytes the helper writes (6.1 ARG_PTR_TO_LONG, 6.12 fixed-size uninit memory)
-)
-
-type retKind int
-
-const (
-	retInt retKind = iota
-	retMapValueOrNull
-	retTaskBTF
-)
-
-type helperProto struct {
-	args       []argKind
-	ret        retKind
-	gplOnly    bool
-	trampOnly  bool // bpf_prog_has_trampoline: fentry/fexit/fmod_ret, LSM
-	sleepOnly  bool // 6.1 offers it to sleepable programs only
-	mightSleep bool // 6.12: refused in non-sleepable programs
-}
-
-// helperProtos are the modelled helpers, by id.
-var helperProtos = map[int32]helperProto{
-	1:   {args: []argKind{argConstMap, argMapKey}, ret: retMapValueOrNull},
-	2:   {args: []argKind{argConstMap, argMapKey, argMapValue, argAnything}},
-	3:   {args: []argKind{argConstMap, argMapKey}},
-	5:   {},
-	6:   {args: []argKind{argMem, argConstSize}, gplOnly: true},
-	7:   {},
-	8:   {},
-	14:  {},
-	15:  {},
-	16:  {args: []argKind{argUninitMem, argConstSize}},
-	35:  {gplOnly: true},
-	80:  {},
-	112: {args: []argKind{argUninitMem, argConstSizeOrZero, argAnything}, gplOnly: true},
-	113: {args: []argKind{argUninitMem, argConstSizeOrZero, argAnything}, gplOnly: true},
-	114: {args: []argKind{argUninitMem, argConstSizeOrZero, argAnything}, gplOnly: true},
-	115: {args: []argKind{argUninitMem, argConstSizeOrZero, argAnything}, gplOnly: true},
-	118: {},
-	125: {},
-	148: {args: []argKind{argUninitMem, argConstSizeOrZero, argAnything}, gplOnly: true, sleepOnly: true, mightSleep: true},
-	158: {ret: retTaskBTF, gplOnly: true},
-	173: {args: []argKind{argCtx}},
-	174: {args: []argKind{argCtx}, trampOnly: true},
-	183: {args: []argKind{argCtx, argAnything, argLong}, trampOnly: true},
-	184: {args: []argKind{argCtx, argLong}, trampOnly: true},
-	185: {args: []argKind{argCtx}, trampOnly: true},
-}
-
-// availableUnmodelled are helpers tracing/LSM programs may call whose argument rules the
-// model does not check: the call is accepted with R0 unknown, and a note says so.
-var availableUnmodelled = map[int32]bool{
-	4: true, 12: true, 22: true, 25: true, 27: true, 36: true, 37: true, 42: true, 45: true, 46: true,
-	55: true, 67: true, 87: true, 88: true, 89: true, 107: true, 108: true, 109: true, 111: true,
-	117: true, 120: true, 121: true, 123: true, 130: true, 131: true, 132: true, 133: true, 134: true,
-	136: true, 137: true, 138: true, 139: true, 140: true, 141: true, 147: true, 149: true, 153: true,
-	154: true, 156: true, 157: true, 160: true, 162: true, 164: true, 165: true, 169: true, 170: true,
-	171: true, 172: true, 175: true, 176: true, 177: true, 178: true, 180: true, 181: true, 182: true,
-	191: true, 194: true, 195: true, 196: true, 197: true, 198: true, 199: true, 200: true, 201: true,
-	202: true, 203: true, 208: true, 209: true,
-}
-
-// lsmOnlyUnmodelled are LSM-only helpers (inode storage, bprm_opts_set, ima hashes).
-var lsmOnlyUnmodelled = map[int32]bool{145: true, 146: true, 159: true, 161: true, 193: true}
+// check_helper_mem_access (kernel/bpf/verifier.c); the prototypes are in helper_protos.go,
+// the BTF, ring buffer and spin lock arguments in helper_args.go and helper_spinlock.go.
 
 // helperName is func_id_name: "bpf_" + the helper's name, "unknown" past the profile's
 // __BPF_FUNC_MAX_ID.
@@ -105,6 +26,9 @@ func (c *checker) helperName(id int32) string {
 func helperName(id int32) string {
 	if id < 0 || id >= 212 {
 		return "unknown"
+	}
+	if id == 147 {
+		return "bpf_d_path" // cilium/ebpf spells it FnDPath
 	}
 	s := strings.TrimPrefix(asm.BuiltinFunc(id).String(), "Fn")
 	var b strings.Builder
@@ -129,6 +53,39 @@ func (c *checker) maxFuncID() int32 {
 	return 212
 }
 
+// helperProto is get_helper_proto: the prototype the program's type gets, if any.
+func (c *checker) helperProto(id int32) (helperProto, bool) {
+	lsm := c.prog.AttachType == btfmodel.LSM
+	if p, ok := lsmProtos[id]; ok && lsm {
+		return p, true
+	}
+	proto, ok := helperProtos[id]
+	if !ok || (proto.lsmOnly && !lsm) {
+		return proto, false
+	}
+	if proto.sleepOnly && !c.has(btfmodel.CapVerifierHelperMightSleep) && !c.prog.Sleepable {
+		return proto, false
+	}
+	if (id == 210 || id == 211) && !c.has(btfmodel.CapHelperCgrpStorage) {
+		return proto, false
+	}
+	if !c.helperOffered(id, proto) { // tpbtf.go: tp_btf has no trampoline
+		return proto, false
+	}
+	return proto, true
+}
+
+// helperMeta is struct bpf_call_arg_meta, reduced.
+type helperMeta struct {
+	mapIdx     int
+	memRegno   uint8
+	memIsWrite bool
+	memSize    int // the last size argument's maximum (msize_max_value)
+	allocSize  int // ARG_CONST_ALLOC_SIZE_OR_ZERO's constant
+	releaseID  uint32
+	constKeyOK bool // a constant key within an array's max_entries (can_elide_value_nullness)
+}
+
 func (c *checker) call(in *insn) error {
 	id := in.imm
 	name := c.helperName(id)
@@ -136,12 +93,7 @@ func (c *checker) call(in *insn) error {
 		c.logf("invalid func %s#%d", name, id)
 		return reject("EINVAL")
 	}
-	proto, known := helperProtos[id]
-	avail := known && c.helperOffered(id, proto) // tpbtf.go
-	// trampOnly helpers need bpf_prog_has_trampoline, true for every modelled attach type.
-	if known && proto.sleepOnly && !c.has(btfmodel.CapVerifierHelperMightSleep) && !c.prog.Sleepable {
-		avail = false
-	}
+	proto, avail := c.helperProto(id)
 	unmodelled := availableUnmodelled[id] || (c.prog.AttachType == btfmodel.LSM && lsmOnlyUnmodelled[id])
 	if !avail && !unmodelled {
 		if !c.has(btfmodel.CapVerifierHelperProtoMsg) {
@@ -167,6 +119,10 @@ func (c *checker) call(in *insn) error {
 		c.logf("cannot call GPL-restricted function from non-GPL compatible program")
 		return reject("EINVAL")
 	}
+	if proto.allowed != nil && !proto.allowed(c) {
+		c.logf("helper call is not allowed in probe")
+		return reject("EINVAL")
+	}
 	if proto.mightSleep && c.has(btfmodel.CapVerifierHelperMightSleep) && !c.prog.Sleepable {
 		if c.has(btfmodel.CapVerifierSleepableHelperMsg) {
 			c.logf("sleepable helper %s#%d in non-sleepable prog", name, id)
@@ -175,91 +131,10 @@ func (c *checker) call(in *insn) error {
 		}
 		return reject("EINVAL")
 	}
-	var meta struct {
-		mapIdx     int
-		rawRegno   int
-		rawSize    int
-		memRegno   uint8
-		memIsWrite bool
-	}
-	meta.mapIdx, meta.rawRegno = -1, -1
+	meta := helperMeta{mapIdx: -1}
 	for i, a := range proto.args {
-		regno := uint8(i + 1)
-		if a == argDontCare {
-			continue
-		}
-		if err := c.readReg(regno); err != nil {
+		if err := c.helperArg(uint8(i+1), a, &proto, &meta, id, name); err != nil {
 			return err
-		}
-		r := c.st.regs[regno]
-		if a == argAnything {
-			continue
-		}
-		if err := c.argType(regno, &r, a, name); err != nil {
-			return err
-		}
-		switch a {
-		case argCtx:
-			if err := c.argCtxOff(regno, &r); err != nil {
-				return err
-			}
-		case argConstMap:
-			meta.mapIdx = r.mapIdx
-		case argMapKey, argMapValue:
-			if meta.mapIdx < 0 {
-				c.logf("invalid map_ptr to access map->key")
-				return reject("EACCES")
-			}
-			m := c.prog.Maps[meta.mapIdx]
-			size := int(m.KeySize)
-			if a == argMapValue {
-				size = int(m.ValueSize)
-			}
-			if err := c.helperMem(regno, &r, size, false, false); err != nil {
-				return err
-			}
-		case argMem, argUninitMem:
-			meta.memRegno, meta.memIsWrite = regno, a == argUninitMem
-		case argConstSize, argConstSizeOrZero:
-			zeroOK := a == argConstSizeOrZero
-			if r.v.smin < 0 {
-				c.logf("R%d min value is negative, either use unsigned or 'var &= const'", regno)
-				return reject("EACCES")
-			}
-			if r.v.umin == 0 && !zeroOK {
-				if !c.has(btfmodel.CapVerifierMemSizeRaw) {
-					// 6.1 checks the memory with size 0 first: its words, not the size's.
-					return c.zeroSized61(meta.memRegno)
-				} else {
-					c.logf("R%d invalid zero-sized read: u64=[%d,%d]", regno, r.v.umin, r.v.umax)
-				}
-				return reject("EACCES")
-			}
-			if r.v.umax >= maxVarOff {
-				c.logf("R%d unbounded memory access, use 'var &= const' or 'if (var < const)'", regno)
-				return reject("EACCES")
-			}
-			mr := c.st.regs[meta.memRegno]
-			// 6.1 drops raw mode for a variable size: the memory must be initialised.
-			write := meta.memIsWrite && (c.has(btfmodel.CapVerifierMemSizeRaw) || r.v.isConst())
-			if err := c.helperMem(meta.memRegno, &mr, int(r.v.umax), zeroOK, write); err != nil {
-				return err
-			}
-		case argLong:
-			if err := c.helperMem(regno, &r, 8, false, true); err != nil {
-				return err
-			}
-			if r.typ == ptrToStack || r.typ == ptrToMapValue {
-				t := r.v.t.add(tconst(uint64(int64(r.off))))
-				if !t.aligned(8) {
-					desc := "stack "
-					if r.typ == ptrToMapValue {
-						desc = "value "
-					}
-					c.misaligned(desc, &r, 0, 8)
-					return reject("EACCES")
-				}
-			}
 		}
 	}
 	if err := c.checkGetFuncIP(id, name); err != nil { // tpbtf.go
@@ -269,12 +144,31 @@ func (c *checker) call(in *insn) error {
 		c.logf("func %s#%d not supported for program type %d", name, id, 29)
 		return reject("ENOTSUPP")
 	}
+	if meta.releaseID != 0 {
+		c.releaseHelperRef(meta.releaseID)
+	}
 	c.clobberCallerSaved()
 	switch proto.ret {
 	case retInt:
 		c.setReg(0, mkScalar(unknownScalar()))
+	case retVoid:
+		c.st.regs[0] = reg{}
+		c.scratch[0] = true
 	case retMapValueOrNull:
-		c.setReg(0, reg{typ: ptrToMapValue, flags: flagMaybeNull, mapIdx: meta.mapIdx, v: constScalar(0), id: c.newID()})
+		if meta.constKeyOK {
+			// 7.2: the lookup cannot fail; a value with a lock still gets an id for it.
+			r := reg{typ: ptrToMapValue, mapIdx: meta.mapIdx, v: constScalar(0)}
+			if spinLockOff(&c.prog.Maps[meta.mapIdx]) >= 0 {
+				r.id, r.flags = c.newID(), flagLockVal
+			}
+			c.setReg(0, r)
+			break
+		}
+		r := reg{typ: ptrToMapValue, flags: flagMaybeNull, mapIdx: meta.mapIdx, v: constScalar(0), id: c.newID()}
+		if spinLockOff(&c.prog.Maps[meta.mapIdx]) >= 0 {
+			r.flags |= flagLockVal
+		}
+		c.setReg(0, r)
 	case retTaskBTF:
 		var task *btf.Struct
 		_ = c.env.BTF.TypeByName("task_struct", &task)
@@ -283,8 +177,19 @@ func (c *checker) call(in *insn) error {
 			r.flags = flagTrusted
 		}
 		c.setReg(0, r)
+	case retBTFID:
+		var s *btf.Struct
+		_ = c.env.BTF.TypeByName(proto.retBTF, &s)
+		c.setReg(0, reg{typ: ptrToBTFID, btfType: s, v: constScalar(0), path: name + "()"})
+	case retRingbufMemOrNull:
+		// The maybe-NULL id first, then the reference's (acquire_reference_state), which
+		// becomes the register's id as well.
+		c.newID()
+		ref := c.acquireRef()
+		c.setReg(0, reg{typ: ptrToMem, flags: flagRingbuf | flagMaybeNull, memSize: meta.allocSize,
+			v: constScalar(0), id: ref, refObjID: ref})
 	}
-	return nil
+	return c.mapFuncCompat(meta.mapIdx, id, &proto, name)
 }
 
 func (c *checker) clobberCallerSaved() {
@@ -292,6 +197,150 @@ func (c *checker) clobberCallerSaved() {
 		c.st.regs[r] = reg{}
 		c.scratch[int(r)] = true
 	}
+}
+
+// mapFuncCompat is check_map_func_compatibility, which the kernel runs once the arguments
+// and R0 are set.
+func (c *checker) mapFuncCompat(mapIdx int, id int32, proto *helperProto, name string) error {
+	if mapIdx < 0 {
+		return nil
+	}
+	m := c.prog.Maps[mapIdx]
+	ok := true
+	if only, restricted := mapOnlyFuncs[m.Type]; restricted {
+		ok = false
+		for _, f := range only {
+			ok = ok || f == id
+		}
+	}
+	if ok && proto.maps != nil {
+		ok = false
+		for _, t := range proto.maps {
+			ok = ok || t == m.Type
+		}
+	}
+	if ok {
+		return nil
+	}
+	c.logf("cannot pass map_type %d into func %s#%d", mapTypeNum(m.Type), name, id)
+	return reject("EINVAL")
+}
+
+// helperArg is check_func_arg for argument regno.
+func (c *checker) helperArg(regno uint8, a argKind, proto *helperProto, meta *helperMeta, id int32, name string) error {
+	if a == argDontCare {
+		return nil
+	}
+	if err := c.readReg(regno); err != nil {
+		return err
+	}
+	r := c.st.regs[regno]
+	if a == argAnything {
+		return nil
+	}
+	if id == 147 && regno == 2 && !c.has(btfmodel.CapHelperDPathUninitBuf) {
+		a = argMem // 6.1: bpf_d_path reads its buffer
+	}
+	// An _OR_NULL argument may be the constant 0 (register_is_null): no type check.
+	if r.typ == scalarValue && r.v.isConst() && r.v.val() == 0 {
+		switch {
+		case a == argMapValueOrNull, a == argMemOrNull:
+			return nil
+		case a == argBTFIDOrNull && c.has(btfmodel.CapHelperStorageOwnerOrNull):
+			return nil
+		}
+	}
+	switch a {
+	case argBTFID, argBTFIDOrNull, argSockCommon:
+		return c.btfIDArg(regno, &r, a, proto.btfID)
+	case argRingbufMem:
+		return c.ringbufMemArg(regno, &r, meta)
+	case argSpinLock:
+		if err := c.spinLockArgType(regno, &r); err != nil {
+			return err
+		}
+		return c.processSpinLock(regno, &r, id == 93)
+	case argConstStr:
+		return c.constStrArg(regno, &r)
+	case argMapValueOrNull:
+		a = argMapValue
+	case argMemOrNull:
+		a = argMem
+	}
+	if err := c.argType(regno, &r, a, name); err != nil {
+		return err
+	}
+	switch a {
+	case argCtx:
+		return c.argCtxOff(regno, &r)
+	case argConstMap:
+		meta.mapIdx = r.mapIdx
+	case argMapKey, argMapValue, argUninitMapValue:
+		if meta.mapIdx < 0 {
+			c.logf("invalid map_ptr to access map->key")
+			return reject("EACCES")
+		}
+		m := c.prog.Maps[meta.mapIdx]
+		size := int(m.KeySize)
+		if a != argMapKey {
+			size = int(m.ValueSize)
+		} else if id == 1 && (m.Type == "array" || m.Type == "percpu_array") && c.has(btfmodel.CapVerifierConstKeyNotNull) {
+			k, ok := c.constMapKey(&r, size)
+			meta.constKeyOK = ok && k < uint64(m.MaxEntries)
+		}
+		return c.helperMem(regno, &r, size, false, a == argUninitMapValue)
+	case argMem, argUninitMem:
+		meta.memRegno, meta.memIsWrite = regno, a == argUninitMem
+	case argAllocSize:
+		if !r.v.isConst() {
+			c.logf("R%d is not a known constant'", regno)
+			return reject("EACCES")
+		}
+		meta.allocSize = int(r.v.val())
+	case argConstSize, argConstSizeOrZero:
+		return c.sizeArg(regno, &r, a == argConstSizeOrZero, meta)
+	case argLong:
+		if err := c.helperMem(regno, &r, 8, false, true); err != nil {
+			return err
+		}
+		if r.typ == ptrToStack || r.typ == ptrToMapValue {
+			t := r.v.t.add(tconst(uint64(int64(r.off))))
+			if !t.aligned(8) {
+				desc := "stack "
+				if r.typ == ptrToMapValue {
+					desc = "value "
+				}
+				c.misaligned(desc, &r, 0, 8)
+				return reject("EACCES")
+			}
+		}
+	}
+	return nil
+}
+
+// sizeArg is check_mem_size_reg: the size of the memory in the argument before.
+func (c *checker) sizeArg(regno uint8, r *reg, zeroOK bool, meta *helperMeta) error {
+	if r.v.smin < 0 {
+		c.logf("R%d min value is negative, either use unsigned or 'var &= const'", regno)
+		return reject("EACCES")
+	}
+	if r.v.umin == 0 && !zeroOK {
+		if !c.has(btfmodel.CapVerifierMemSizeRaw) {
+			// 6.1 checks the memory with size 0 first: its words, not the size's.
+			return c.zeroSized61(meta.memRegno)
+		}
+		c.logf("R%d invalid zero-sized read: u64=[%d,%d]", regno, r.v.umin, r.v.umax)
+		return reject("EACCES")
+	}
+	if r.v.umax >= maxVarOff {
+		c.logf("R%d unbounded memory access, use 'var &= const' or 'if (var < const)'", regno)
+		return reject("EACCES")
+	}
+	meta.memSize = int(r.v.umax)
+	mr := c.st.regs[meta.memRegno]
+	// 6.1 drops raw mode for a variable size: the memory must be initialised.
+	write := meta.memIsWrite && (c.has(btfmodel.CapVerifierMemSizeRaw) || r.v.isConst())
+	return c.helperMem(meta.memRegno, &mr, int(r.v.umax), zeroOK, write)
 }
 
 // argType is check_reg_type: the register's type must be one the argument accepts.
@@ -312,16 +361,17 @@ func (c *checker) argType(regno uint8, r *reg, a argKind, helper string) error {
 		ok, expected = r.typ == ptrToCtx, "ctx"
 	case argConstMap:
 		ok, expected = r.typ == constPtrToMap, "map_ptr"
-	case argMapKey, argMapValue:
+	case argMapKey, argMapValue, argUninitMapValue:
 		ok = plain && (r.typ == ptrToStack || r.typ == ptrToMapValue || trusted)
 		expected = "fp, pkt, pkt_meta, map_key, map_value"
 		if c.has(btfmodel.CapVerifierMapArgAsMem) {
 			expected = memTypes // 6.12 checks map keys and values as memory
+			ok = ok || plain && r.typ == ptrToMem
 		}
 	case argMem, argUninitMem:
 		ok = plain && (r.typ == ptrToStack || r.typ == ptrToMapValue || r.typ == ptrToMem || trusted)
 		expected = memTypes
-	case argConstSize, argConstSizeOrZero:
+	case argConstSize, argConstSizeOrZero, argAllocSize:
 		ok, expected = r.typ == scalarValue, "scalar"
 	case argLong:
 		// Both profiles: fixed-size uninit memory (Debian's 6.1 has the 2024 backport).
@@ -409,6 +459,10 @@ func (c *checker) helperMem(regno uint8, r *reg, size int, zeroOK, write bool) e
 		if size == 0 && zeroOK {
 			return nil
 		}
+		if size == 0 {
+			c.logf("invalid zero-sized read") // a zero key_size (ring buffers, perf arrays)
+			return reject("EACCES")
+		}
 		how := " indirect access to"
 		if c.has(btfmodel.CapVerifierHelperStackRW) {
 			how = " read from"
@@ -450,7 +504,7 @@ func (c *checker) helperMem(regno uint8, r *reg, size int, zeroOK, write bool) e
 		if err := c.mapAccessType(r, int(r.off), size, write); err != nil {
 			return err
 		}
-		return c.memRegion(regno, r, int(r.off), size, int(c.prog.Maps[r.mapIdx].ValueSize), "map_value")
+		return c.mapAccess(regno, r, int(r.off), size)
 	case ptrToMem:
 		if write && r.flags&flagRdonly != 0 {
 			c.logf("R%d cannot write into %s", regno, regTypeStr(c.env.Kernel, r))

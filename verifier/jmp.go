@@ -153,8 +153,8 @@ func markPtrOrNull(st *state, id uint32, isNull bool) {
 			return
 		}
 		r.flags &^= flagMaybeNull
-		if r.typ == ptrToMapValue || r.flags&flagTrusted == 0 {
-			r.id = 0
+		if (r.typ == ptrToMapValue && r.flags&flagLockVal == 0) || (r.typ != ptrToMapValue && r.flags&flagTrusted == 0) {
+			r.id = 0 // reg_may_point_to_spin_lock keeps it (H3)
 		}
 	}
 	for n := 0; n <= st.curframe(); n++ { // every frame of the call stack

@@ -249,7 +249,10 @@ func (c *checker) mapAccessType(r *reg, off, size int, write bool) error {
 
 // mapAccess is check_map_access via check_mem_region_access.
 func (c *checker) mapAccess(regno uint8, r *reg, off, size int) error {
-	return c.memRegion(regno, r, off, size, int(c.prog.Maps[r.mapIdx].ValueSize), "map_value")
+	if err := c.memRegion(regno, r, off, size, int(c.prog.Maps[r.mapIdx].ValueSize), "map_value"); err != nil {
+		return err
+	}
+	return c.spinLockAccess(r, off, size)
 }
 
 func (c *checker) memRegion(regno uint8, r *reg, off, size, memSize int, kind string) error {

@@ -33,6 +33,7 @@ const (
 	flagUntrusted
 	flagTrusted
 	flagRingbuf // MEM_RINGBUF (6.1 MEM_ALLOC): a bpf_ringbuf_reserve record (H3)
+	flagLockVal // not a kernel flag: a map value holding a bpf_spin_lock keeps its id (H3)
 )
 
 // reg is struct bpf_reg_state, reduced: off is reg->off (the fixed pointer offset), v the

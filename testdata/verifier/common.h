@@ -60,3 +60,68 @@ struct timespec64 { s64 tv_sec; long tv_nsec; } CORE;
 #define __noinline __attribute__((noinline))
 static long (*bpf_for_each_map_elem)(void *map, void *callback_fn, void *callback_ctx, u64 flags) = (void *)164;
 static long (*bpf_loop)(u32 nr_loops, void *callback_fn, void *callback_ctx, u64 flags) = (void *)181;
+
+/* helpers and maps of tracing tools (storage, ringbuf, tools, spinlock tests) */
+#define BPF_MAP_TYPE_PERF_EVENT_ARRAY 4
+#define BPF_MAP_TYPE_PERCPU_ARRAY 6
+#define BPF_MAP_TYPE_STACK_TRACE 7
+#define BPF_MAP_TYPE_SK_STORAGE 24
+#define BPF_MAP_TYPE_RINGBUF 27
+#define BPF_MAP_TYPE_INODE_STORAGE 28
+#define BPF_MAP_TYPE_TASK_STORAGE 29
+#define BPF_MAP_TYPE_CGRP_STORAGE 32
+#define BPF_F_NO_PREALLOC 1
+#define BPF_LOCAL_STORAGE_GET_F_CREATE 1
+#define BPF_F_CURRENT_CPU 0xffffffffULL
+struct bpf_spin_lock { u32 val; };
+struct pt_regs;
+struct cgroup;
+struct vm_area_struct;
+struct btf_ptr { void *ptr; u32 type_id; u32 flags; };
+struct bpf_pidns_info { u32 pid; u32 tgid; };
+struct bpf_perf_event_value { u64 counter; u64 enabled; u64 running; };
+static long (*bpf_probe_read)(void *dst, u32 size, const void *unsafe_ptr) = (void *)4;
+static long (*bpf_get_current_uid_gid)(void) = (void *)15;
+static long (*bpf_get_current_comm)(void *buf, u32 size_of_buf) = (void *)16;
+static long (*bpf_perf_event_output)(void *ctx, void *map, u64 flags, void *data, u64 size) = (void *)25;
+static long (*bpf_get_stackid)(void *ctx, void *map, u64 flags) = (void *)27;
+static u64 (*bpf_get_current_task)(void) = (void *)35;
+static long (*bpf_probe_read_str)(void *dst, u32 size, const void *unsafe_ptr) = (void *)45;
+static long (*bpf_perf_event_read_value)(void *map, u64 flags, struct bpf_perf_event_value *buf, u32 buf_size) = (void *)55;
+static long (*bpf_get_stack)(void *ctx, void *buf, u32 size, u64 flags) = (void *)67;
+static u64 (*bpf_get_current_cgroup_id)(void) = (void *)80;
+static long (*bpf_spin_lock)(struct bpf_spin_lock *lock) = (void *)93;
+static long (*bpf_spin_unlock)(struct bpf_spin_lock *lock) = (void *)94;
+static void *(*bpf_sk_storage_get)(void *map, void *sk, void *value, u64 flags) = (void *)107;
+static long (*bpf_sk_storage_delete)(void *map, void *sk) = (void *)108;
+static long (*bpf_send_signal)(u32 sig) = (void *)109;
+static long (*bpf_probe_read_user)(void *dst, u32 size, const void *unsafe_ptr) = (void *)112;
+static long (*bpf_probe_read_user_str)(void *dst, u32 size, const void *unsafe_ptr) = (void *)114;
+static long (*bpf_probe_read_kernel_str)(void *dst, u32 size, const void *unsafe_ptr) = (void *)115;
+static long (*bpf_send_signal_thread)(u32 sig) = (void *)117;
+static long (*bpf_get_ns_current_pid_tgid)(u64 dev, u64 ino, struct bpf_pidns_info *nsdata, u32 size) = (void *)120;
+static u64 (*bpf_get_current_ancestor_cgroup_id)(int ancestor_level) = (void *)123;
+static long (*bpf_ringbuf_output)(void *ringbuf, void *data, u64 size, u64 flags) = (void *)130;
+static void *(*bpf_ringbuf_reserve)(void *ringbuf, u64 size, u64 flags) = (void *)131;
+static void (*bpf_ringbuf_submit)(void *data, u64 flags) = (void *)132;
+static void (*bpf_ringbuf_discard)(void *data, u64 flags) = (void *)133;
+static u64 (*bpf_ringbuf_query)(void *ringbuf, u64 flags) = (void *)134;
+static void *(*bpf_inode_storage_get)(void *map, void *inode, void *value, u64 flags) = (void *)145;
+static int (*bpf_inode_storage_delete)(void *map, void *inode) = (void *)146;
+static long (*bpf_d_path)(struct path *path, char *buf, u32 sz) = (void *)147;
+static long (*bpf_snprintf_btf)(char *str, u32 str_size, struct btf_ptr *ptr, u32 btf_ptr_size, u64 flags) = (void *)149;
+static void *(*bpf_per_cpu_ptr)(const void *percpu_ptr, u32 cpu) = (void *)153;
+static void *(*bpf_this_cpu_ptr)(const void *percpu_ptr) = (void *)154;
+static void *(*bpf_task_storage_get)(void *map, struct task_struct *task, void *value, u64 flags) = (void *)156;
+static long (*bpf_task_storage_delete)(void *map, struct task_struct *task) = (void *)157;
+static u64 (*bpf_ktime_get_coarse_ns)(void) = (void *)160;
+static long (*bpf_snprintf)(char *str, u32 str_size, const char *fmt, u64 *data, u32 data_len) = (void *)165;
+static struct pt_regs *(*bpf_task_pt_regs)(struct task_struct *task) = (void *)175;
+static long (*bpf_find_vma)(struct task_struct *task, u64 addr, void *callback_fn, void *callback_ctx, u64 flags) = (void *)180;
+static long (*bpf_copy_from_user_task)(void *dst, u32 size, const void *user_ptr, struct task_struct *tsk, u64 flags) = (void *)191;
+static void *(*bpf_map_lookup_percpu_elem)(void *map, const void *key, u32 cpu) = (void *)195;
+static u64 (*bpf_ktime_get_tai_ns)(void) = (void *)208;
+static void *(*bpf_cgrp_storage_get)(void *map, struct cgroup *cgroup, void *value, u64 flags) = (void *)210;
+static long (*bpf_cgrp_storage_delete)(void *map, struct cgroup *cgroup) = (void *)211;
+static long (*bpf_map_delete_elem)(void *map, const void *key) = (void *)3;
+static u32 (*bpf_get_smp_processor_id)(void) = (void *)8;
