@@ -131,6 +131,9 @@ func (c *checker) call(in *insn) error {
 		}
 		return reject("EINVAL")
 	}
+	if err := c.helperInRCU(name, id, proto.mightSleep); err != nil { // H2: kfunc.go
+		return err
+	}
 	meta := helperMeta{mapIdx: -1}
 	for i, a := range proto.args {
 		if err := c.helperArg(uint8(i+1), a, &proto, &meta, id, name); err != nil {

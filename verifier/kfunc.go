@@ -1,16 +1,335 @@
 package verifier
 
-// kfunc calls: add_kfunc_call and check_kfunc_call (kernel/bpf/verifier.c).
+import (
+	"slices"
+
+	"github.com/cilium/ebpf/btf"
+	"github.com/trampjit/trampjit/btfmodel"
+)
+
+// kfunc calls: libbpf's ksym resolution, add_kfunc_call (the pre-pass) and check_kfunc_call
+// (kernel/bpf/verifier.c). Which kfuncs a program type may call, and their KF_* flags, are
+// the profile's registration tables (btfmodel.LookupKfunc); the prototype is the kernel
+// BTF's FUNC.
+
+// kfuncDesc is one called kfunc (struct bpf_kfunc_desc with its meta).
+type kfuncDesc struct {
+	name  string
+	fn    *btf.Func
+	proto *btf.FuncProto
+	btfID uint32
+	kf    btfmodel.Kfunc
+	// allowed: a set this program type may use registers it (btf_kfunc_id_set_contains).
+	allowed bool
+}
+
+// resolveKfuncs is libbpf's bpf_object__resolve_ksym_func_btf_id for every kfunc call the
+// object names by symbol: the first FUNC of that name in vmlinux BTF (as the kernel backend
+// resolves it); a name vmlinux lacks fails the load before BPF_PROG_LOAD.
+func (c *checker) resolveKfuncs() error {
+	c.kfuncs = map[int]*kfuncDesc{}
+	off := 0
+	for i := range c.prog.Instructions {
+		ins := &c.prog.Instructions[i]
+		raw := off
+		off += int(ins.Size() / 8)
+		if !ins.IsKfuncCall() || ins.Reference() == "" {
+			continue
+		}
+		name := ins.Reference()
+		fn := firstFunc(c.env.BTF, name)
+		if fn == nil {
+			c.logf("extern (func ksym) '%s': not found in kernel or module BTFs", name)
+			return reject("ESRCH")
+		}
+		c.kfuncs[raw] = c.kfuncDescOf(fn)
+	}
+	return nil
+}
+
+// firstFunc is btf__find_by_name_kind(BTF_KIND_FUNC): the FUNC of that name with the lowest id.
+func firstFunc(spec *btf.Spec, name string) *btf.Func {
+	types, err := spec.AnyTypesByName(name)
+	if err != nil {
+		return nil
+	}
+	var best *btf.Func
+	bestID := btf.TypeID(0)
+	for _, t := range types {
+		fn, ok := t.(*btf.Func)
+		if !ok || fn.Name != name {
+			continue
+		}
+		if id, err := spec.TypeID(fn); err == nil && (best == nil || id < bestID) {
+			best, bestID = fn, id
+		}
+	}
+	return best
+}
+
+func (c *checker) kfuncDescOf(fn *btf.Func) *kfuncDesc {
+	d := &kfuncDesc{name: fn.Name, fn: fn}
+	d.proto, _ = fn.Type.(*btf.FuncProto)
+	if id, err := c.env.BTF.TypeID(fn); err == nil {
+		d.btfID = uint32(id)
+	}
+	kf, ok := btfmodel.LookupKfunc(c.env.Kernel, fn.Name)
+	switch {
+	case ok:
+		d.kf = kf
+		d.allowed = !kf.LSMOnly || c.prog.AttachType == btfmodel.LSM
+	case slices.Contains(fn.Tags, "bpf_kfunc"):
+		// __bpf_kfunc marks kfuncs of every program type (and a few test functions): one the
+		// tables leave out is refused, as the kernel refuses what no tracing set registers.
+		c.note("kfunc %s: tagged bpf_kfunc in %s's BTF but in no set the model lists for tracing or LSM programs", fn.Name, c.env.Kernel)
+	}
+	return d
+}
 
 // addKfunc is add_kfunc_call for the call at insn i (a pre-pass, before the walk).
 func (c *checker) addKfunc(i int) error {
-	c.note("kfuncs are not modelled (insn %d)", i)
-	c.logf("model: kfunc calls are not modelled")
-	return reject("EINVAL")
+	if !gplCompatible(c.prog.License) {
+		c.logf("cannot call kernel function from non-GPL compatible program")
+		return reject("EINVAL")
+	}
+	in := &c.insns[i]
+	if in.imm == 0 && c.kfuncs[i] == nil {
+		return nil // check_kfunc_call skips it; fixup refuses it later
+	}
+	if in.off != 0 {
+		c.logf("kfunc offset > 0 without fd_array is invalid")
+		return reject("EINVAL")
+	}
+	if c.kfuncs == nil {
+		c.kfuncs = map[int]*kfuncDesc{}
+	}
+	if c.kfuncs[i] != nil {
+		return nil
+	}
+	// An instruction list names the kfunc by its vmlinux BTF id.
+	t, err := c.env.BTF.TypeByID(btf.TypeID(uint32(in.imm)))
+	fn, ok := t.(*btf.Func)
+	if err != nil || !ok {
+		c.logf("kernel btf_id %d is not a function", uint32(in.imm))
+		return reject("EINVAL")
+	}
+	if _, ok := fn.Type.(*btf.FuncProto); !ok {
+		c.logf("kernel function btf_id %d does not have a valid func_proto", uint32(in.imm))
+		return reject("EINVAL")
+	}
+	c.kfuncs[i] = c.kfuncDescOf(fn)
+	return nil
 }
 
 // kfuncCall is check_kfunc_call for the current instruction.
 func (c *checker) kfuncCall(in *insn) error {
-	c.logf("model: kfunc calls are not modelled")
-	return reject("EINVAL")
+	d := c.kfuncs[c.idx]
+	if d == nil {
+		return nil // imm 0: skipped, as check_kfunc_call does
+	}
+	if !d.allowed {
+		c.logf("calling kernel function %s is not allowed", d.name)
+		return reject("EACCES")
+	}
+	if !c.has(btfmodel.CapVerifierKfuncMeta) {
+		return c.kfuncCall61(d)
+	}
+	sleepable := d.kf.Has(btfmodel.KFSleepable)
+	if sleepable && !c.prog.Sleepable {
+		c.logf("program must be sleepable to call sleepable kfunc %s", d.name)
+		return reject("EACCES")
+	}
+	m, err := c.kfuncArgs(d)
+	if err != nil {
+		return err
+	}
+	if d.kf.Has(btfmodel.KFRCUProtected) && !c.inRCUCS() {
+		c.logf("kernel func %s requires RCU critical section protection", d.name)
+		return reject("EACCES")
+	}
+	if err := c.rcuTransition(d, sleepable); err != nil {
+		return err
+	}
+	if m.releaseRegno != 0 {
+		if !c.releaseRef(c.st.regs[m.releaseRegno].refObjID) {
+			c.logf("kfunc %s#%d reference has not been acquired before", d.name, d.btfID)
+			return reject("EINVAL")
+		}
+	}
+	c.clobberCallerSaved()
+	return c.kfuncRet(d, m)
+}
+
+// kfuncCall61 is 6.1's check_kfunc_call: btf_check_kfunc_arg_match, then the release.
+func (c *checker) kfuncCall61(d *kfuncDesc) error {
+	m, err := c.kfuncArgs61(d)
+	if err != nil {
+		return err
+	}
+	if m.releaseRegno != 0 {
+		if !c.releaseRef(c.st.regs[m.releaseRegno].refObjID) {
+			c.logf("kfunc %s#%d reference has not been acquired before", d.name, d.btfID)
+			return reject("EINVAL")
+		}
+	}
+	c.clobberCallerSaved()
+	return c.kfuncRet(d, m)
+}
+
+// kfuncRet sets R0 from the prototype's return type (check_kfunc_call's tail).
+func (c *checker) kfuncRet(d *kfuncDesc, m *kfuncMeta) error {
+	rt := skipMods(d.proto.Return)
+	acquire := d.kf.Has(btfmodel.KFAcquire)
+	ptr, isPtr := rt.(*btf.Pointer)
+	var target btf.Type
+	if isPtr {
+		target = skipMods(ptr.Target)
+	}
+	if acquire && (!isPtr || !isStructOrUnion(target)) && d.name != "bpf_obj_new_impl" && d.name != "bpf_percpu_obj_new_impl" {
+		c.logf("acquire kernel function does not return PTR_TO_BTF_ID")
+		return reject("EINVAL")
+	}
+	switch {
+	case rt == nil:
+		return nil // void
+	case !isPtr:
+		if _, ok := rt.(*btf.Void); ok {
+			return nil
+		}
+		c.setReg(0, mkScalar(unknownScalar()))
+		return nil
+	}
+	var r0 reg
+	switch {
+	case d.name == "bpf_dynptr_slice" || d.name == "bpf_dynptr_slice_rdwr":
+		if !m.constFound {
+			c.logf("verifier internal error: bpf_dynptr_slice(_rdwr) no constant size")
+			return reject("EFAULT")
+		}
+		r0 = reg{typ: ptrToMem, memSize: int(m.constVal), v: constScalar(0)}
+		if d.name == "bpf_dynptr_slice" {
+			r0.flags |= flagRdonly
+		}
+	case isStructOrUnion(target):
+		r0 = reg{typ: ptrToBTFID, btfType: target, v: constScalar(0), path: d.name + "()"}
+		if c.has(btfmodel.CapVerifierKfuncRetTrusted) && c.has(btfmodel.CapVerifierTrustedPtr) {
+			r0.flags |= flagTrusted
+		}
+	default:
+		if m.r0Size == 0 && c.has(btfmodel.CapVerifierKfuncMeta) {
+			// A pointer to a sized type is read-only memory of that size.
+			if _, size, _, _, ok := resolveSize(target); ok && size > 0 {
+				m.r0Size, m.r0Rdonly = size, true
+			}
+		}
+		if m.r0Size == 0 {
+			c.logf("kernel function %s returns pointer type %s %s is not supported", d.name, kindStr(target), btfName(target))
+			return reject("EINVAL")
+		}
+		r0 = reg{typ: ptrToMem, memSize: m.r0Size, v: constScalar(0), refObjID: m.refObjID}
+		if m.r0Rdonly {
+			r0.flags |= flagRdonly
+		}
+	}
+	if d.kf.Has(btfmodel.KFRetNull) {
+		r0.flags |= flagMaybeNull
+		r0.id = c.newID()
+	}
+	if acquire {
+		id := c.acquireRef()
+		r0.refObjID = id
+		if r0.flags&flagMaybeNull != 0 {
+			r0.id = id // the NULL check releases the reference on the NULL branch
+		}
+	}
+	c.setReg(0, r0)
+	if d.kf.Has(btfmodel.KFIterNext) {
+		return c.iterNext()
+	}
+	return nil
+}
+
+// iterNextAt: the insn calls an iterator's next kfunc, a forced checkpoint where loops
+// converge (check_cfg's mark_force_checkpoint, is_state_visited's is_iter_next_insn).
+func (c *checker) iterNextAt(i int) bool {
+	d := c.kfuncs[i]
+	return d != nil && d.kf.Has(btfmodel.KFIterNext)
+}
+
+// iterNext is process_iter_next_call: the active iterator continues in a pushed state with
+// R0 not NULL; this path is the drained one, R0 NULL. The iterator's own stack state
+// (active, drained, depth) is not modelled: the loop converges as its registers do.
+func (c *checker) iterNext() error {
+	active := c.st.clone()
+	active.regs[0].flags &^= flagMaybeNull
+	active.regs[0].id = 0
+	if err := c.push(active, c.idx+1); err != nil {
+		return err
+	}
+	c.setReg(0, mkScalar(constScalar(0)))
+	return nil
+}
+
+// inRCUCS is in_rcu_cs: inside bpf_rcu_read_lock, or any non-sleepable program.
+func (c *checker) inRCUCS() bool {
+	return c.st.rcuLock > 0 || !c.prog.Sleepable
+}
+
+// rcuTransition is check_kfunc_call's bpf_rcu_read_lock/unlock handling.
+func (c *checker) rcuTransition(d *kfuncDesc, sleepable bool) error {
+	lock, unlock := d.name == "bpf_rcu_read_lock", d.name == "bpf_rcu_read_unlock"
+	switch {
+	case c.st.rcuLock > 0 && lock:
+		if !c.has(btfmodel.CapVerifierRCUNesting) {
+			c.logf("nested rcu read lock (kernel function %s)", d.name)
+			return reject("EINVAL")
+		}
+		c.st.rcuLock++
+	case c.st.rcuLock > 0 && unlock:
+		c.st.rcuLock--
+		if c.st.rcuLock == 0 {
+			c.rcuUnlocked()
+		}
+	case c.st.rcuLock > 0 && sleepable:
+		c.logf("kernel func %s is sleepable within rcu_read_lock region", d.name)
+		return reject("EACCES")
+	case lock:
+		c.st.rcuLock = 1
+	case unlock:
+		c.logf("unmatched rcu read unlock (kernel function %s)", d.name)
+		return reject("EINVAL")
+	}
+	return nil
+}
+
+// rcuUnlocked makes every MEM_RCU pointer untrusted, as bpf_rcu_read_unlock does (registers
+// and spilled registers alike).
+func (c *checker) rcuUnlocked() {
+	fix := func(r *reg) {
+		if r.typ == ptrToBTFID && r.flags&flagRCU != 0 {
+			r.flags &^= flagRCU | flagMaybeNull
+			r.flags |= flagUntrusted
+		}
+	}
+	for n := 0; n <= c.st.curframe(); n++ {
+		f := c.st.frameAt(n)
+		for k := range f.regs {
+			fix(&f.regs[k])
+		}
+		for s := range f.spill {
+			if f.stack[s*regSize] == stackSpill {
+				fix(&f.spill[s])
+			}
+		}
+	}
+}
+
+// helperInRCU is check_helper_call's refusal of a helper that might sleep inside an RCU
+// region.
+func (c *checker) helperInRCU(name string, id int32, mightSleep bool) error {
+	if c.st.rcuLock > 0 && mightSleep {
+		c.logf("sleepable helper %s#%d in rcu_read_lock region", name, id)
+		return reject("EINVAL")
+	}
+	return nil
 }

@@ -151,7 +151,7 @@ func (c *checker) covers(ov *visit, cur *state, i int) bool {
 		}
 	}
 	live, prec, read := c.fi.live[i], c.fi.prec[i], ov.read
-	if c.rangeWithin {
+	if c.rangeWithin && !c.iterNextAt(i) { // H2: an iterator's next keeps liveness and precision
 		live, prec = ^regset(0), ^regset(0) // RANGE_WITHIN: every register, by range
 	}
 	if c.rangeWithin || len(c.subprogs) > 1 {
