@@ -154,3 +154,15 @@ corpus: kernels
 
 clean:
 	rm -rf bin
+
+# The verifier model against the real kernels on BPF objects it has never seen: the
+# fentry/fexit/fmod_ret/lsm/tp_btf programs of Debian's packages (internal/realworld fetches
+# them into $$XDG_CACHE_HOME/trampjit/realworld), one guest boot per profile, one profile at a
+# time; not part of make test. Writes RWOUT per profile ({profile} replaced), a .md beside each
+# and summary.md; docs/verifier-realworld.md has the figures.
+RWPROFILES ?= 6.1-amd64,6.12-amd64,6.12-arm64,7.2-amd64,7.2-arm64
+RWOUT ?= /tmp/realworld/{profile}.json
+.PHONY: verifier-realworld
+verifier-realworld:
+	$(GO) test ./verifier -run '^TestRealWorld$$' -count=1 -timeout 180m -v -realworld \
+		-realworld.profiles '$(RWPROFILES)' -realworld.out '$(RWOUT)'

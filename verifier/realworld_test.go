@@ -33,7 +33,7 @@ var (
 	realWorld         = flag.Bool("realworld", false, "run TestRealWorld: fetch Debian's BPF objects, boot each profile's kernel, compare with the model")
 	realWorldProfiles = flag.String("realworld.profiles", strings.Join(truthProfiles, ","), "with -realworld: the profiles, comma-separated")
 	realWorldOut      = flag.String("realworld.out", "/tmp/realworld/{profile}.json", "with -realworld: the JSON report of each profile ({profile} is replaced); a .md table is written beside it")
-	realWorldPackages = flag.String("realworld.packages", "", "with -realworld: the Debian packages, comma-separated (default: internal/realworld.Packages)")
+	realWorldPackages = flag.String("realworld.packages", "", "with -realworld: the Debian packages, comma-separated, each optionally pinned as name=version (default: internal/realworld.Packages, newest versions)")
 	realWorldCommit   = flag.String("realworld.commit", "", "with -realworld: the commit measured, for the report (default: git rev-parse HEAD)")
 	realWorldReuse    = flag.Bool("realworld.reuse", true, "with -realworld: reuse the kernel's cached answers for programs it has judged before (same profile, same bytes sent to the guest)")
 )
@@ -175,7 +175,11 @@ func measure(t *testing.T, cache, profile string, objs *rwObjects) *rwReport {
 		rep.Kernel = fmt.Sprintf("%s (%s %s)", k.Release, k.Package, k.Version)
 	}
 	var cases []*rwCase
-	for _, o := range objs.objs {
+	t0 := time.Now()
+	for i, o := range objs.objs {
+		if i%25 == 0 {
+			fmt.Fprintf(os.Stderr, "realworld: %s: reading object %d of %d (CO-RE against the profile's BTF, %.0fs)\n", profile, i+1, len(objs.objs), time.Since(t0).Seconds())
+		}
 		spec, err := loadSpec(o.Path)
 		if err != nil {
 			rep.Unreadable = append(rep.Unreadable, fmt.Sprintf("%s %s: %s: %v", o.Package, o.Version, o.Name(), err))
@@ -227,11 +231,11 @@ func measure(t *testing.T, cache, profile string, objs *rwObjects) *rwReport {
 	}
 	rep.Programs = len(cases)
 	askKernel(t, cache, profile, string(env.Kernel), string(env.Arch), cases)
-	t0 := time.Now()
+	t1 := time.Now()
 	for _, c := range cases {
 		judge(c, env)
 	}
-	rep.ModelSeconds = time.Since(t0).Seconds()
+	rep.ModelSeconds = time.Since(t1).Seconds()
 	rep.count(cases)
 	return rep
 }

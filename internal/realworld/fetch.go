@@ -119,6 +119,8 @@ func Fetch(ctx context.Context, cache, arch string, pkgs []string, maxAge time.D
 		var err error
 		if online {
 			m, err = fetchPackage(ctx, a, root, p, arch, progress)
+		} else if name, pin, ok := strings.Cut(p, "="); ok {
+			m, err = readManifest(filepath.Join(root, cacheName(name, pin, arch)))
 		} else {
 			m, err = newestCached(root, p, arch)
 		}
@@ -133,20 +135,25 @@ func Fetch(ctx context.Context, cache, arch string, pkgs []string, maxAge time.D
 	return objs, done, nil
 }
 
-// fetchPackage returns the newest version's objects, from the cache or extracted now.
-func fetchPackage(ctx context.Context, a *vm.Apt, root, pkg, arch string, progress io.Writer) (manifest, error) {
+// fetchPackage returns the objects of the newest version (or of the one pinned as
+// "name=version"), from the cache or extracted now.
+func fetchPackage(ctx context.Context, a *vm.Apt, root, spec, arch string, progress io.Writer) (manifest, error) {
+	pkg, pin, _ := strings.Cut(spec, "=")
 	st, err := a.Show(ctx, pkg+":"+arch)
 	if err != nil {
 		return manifest{}, err
 	}
 	ver, parch := "", ""
 	for _, s := range st {
+		if pin != "" && s["Version"] != pin {
+			continue
+		}
 		if (s["Architecture"] == arch || s["Architecture"] == "all") && (ver == "" || vm.CompareVersions(s["Version"], ver) > 0) {
 			ver, parch = s["Version"], s["Architecture"]
 		}
 	}
 	if ver == "" {
-		return manifest{}, fmt.Errorf("no %s package in %v", arch, Suites)
+		return manifest{}, fmt.Errorf("no %s package %s in %v", arch, spec, Suites)
 	}
 	dir := filepath.Join(root, cacheName(pkg, ver, arch))
 	if m, err := readManifest(dir); err == nil {
