@@ -112,6 +112,7 @@ const (
 	CapVerifierGlobalVoidReturn Capability = "verifier-global-void-return"
 	CapVerifierMemArgNoCtx      Capability = "verifier-mem-arg-no-ctx"
 	CapVerifierCallFrames16     Capability = "verifier-call-frames-16"
+	CapLogLinfoFileLine         Capability = "log-linfo-file-line"
 	CapLogStateCompact          Capability = "log-state-compact"
 	CapLogConstVarOff           Capability = "log-const-var-off"
 	CapLogVarOffStackOff        Capability = "log-var-off-stack-off"
@@ -220,6 +221,7 @@ var Capabilities = []CapInfo{
 	bounded(CapVerifierStackRound16, "check_max_stack_depth rounds a JITed frame's stack depth up to 16 bytes (6.1: 32)"),
 	{Cap: CapVerifierPrivStack, After: v(6, 12), Since: v(7, 2), Doc: "tracing programs' frames using 64 bytes or more (rounded) get a private stack: they leave the combined stack depth"},
 	{Cap: CapVerifierGlobalVoidReturn, After: v(6, 12), Since: v(7, 2), Doc: "a global function may return void ('Global function %s() doesn't return scalar' before)"},
+	bounded(CapLogLinfoFileLine, "verbose_linfo appends ' @ file:line' to a source line (6.1 prints an empty line as a bare '; ')"),
 	{Cap: CapVerifierCallFrames16, After: v(6, 12), Since: v(7, 2), Doc: "MAX_CALL_FRAMES is 16 ('the call stack of 17 frames is too deep'; 8 before)"},
 	{Cap: CapVerifierMemArgNoCtx, After: v(6, 12), Since: v(7, 2), Doc: "a ctx pointer passed for a memory argument (check_helper_mem_access) is refused as 'R%d type=ctx expected=fp' (6.12 checks it as a 1-byte ctx read at size-1)"},
 	bounded(CapLogStateCompact, "print_verifier_state's compact form: constants with their type, no off=0, bounds only where they say something"),

@@ -141,8 +141,8 @@ func (c *checker) valueDesc(r *reg) string {
 		}
 		return d
 	}
-	if r.v.t.isConst() {
-		return fmt.Sprintf("has value (%#x; %#x)", r.v.t.v, r.v.t.m)
+	if !r.v.t.isUnknown() { // 6.1 prints the tnum
+		return "has value " + r.v.t.String()
 	}
 	return "has unknown scalar value"
 }
@@ -151,7 +151,7 @@ func (c *checker) rangeDesc(lo, hi int64) string {
 	if c.has(btfmodel.CapVerifierCallbackIterate) {
 		return fmt.Sprintf("[%d, %d]", lo, hi)
 	}
-	return fmt.Sprintf("(%#x; %#x)", lo, hi-lo)
+	return tnumRange(uint64(lo), uint64(hi)).String()
 }
 
 // mapKeyAccess is check_mem_access for PTR_TO_MAP_KEY: read-only, key_size bytes.

@@ -42,6 +42,7 @@ func (sp *subprogInfo) name() string {
 func (c *checker) resolveFuncRefs() map[int]*btf.Func {
 	syms := map[string]int{}
 	meta := map[int]*btf.Func{}
+	c.hasLine = make([]bool, len(c.insns))
 	raw := 0
 	for i := range c.prog.Instructions {
 		ins := &c.prog.Instructions[i]
@@ -50,6 +51,9 @@ func (c *checker) resolveFuncRefs() map[int]*btf.Func {
 		}
 		if fn := btf.FuncMetadata(ins); fn != nil {
 			meta[raw] = fn
+		}
+		if ins.Source() != nil && raw < len(c.hasLine) {
+			c.hasLine[raw] = true // a line info record, maybe with an empty line
 		}
 		raw += int(ins.Size() / 8)
 	}

@@ -88,6 +88,9 @@ type checker struct {
 	cbNext int
 	// rangeWithin is states_equal's RANGE_WITHIN (6.12's callback convergence).
 	rangeWithin bool
+	// hasLine marks the insns with a line info record; lineShown that one was printed.
+	hasLine   []bool
+	lineShown bool
 }
 
 // logf logs a verifier message (a candidate for Result.Error).
@@ -282,9 +285,13 @@ func (c *checker) walkFrom(st *state, start int) error {
 			}
 		}
 		in := &c.insns[c.idx]
-		if in.line != "" && in.line != c.lastLine {
-			c.logx("; %s", in.line)
-			c.lastLine = in.line
+		if (in.line != "" || c.hasLine[c.idx]) && (in.line != c.lastLine || !c.lineShown) {
+			if in.line == "" && c.has(btfmodel.CapLogLinfoFileLine) {
+				c.logx("; @ %s", "?") // 6.12: '; @ file:line' (the model has no file names)
+			} else {
+				c.logx("; %s", in.line) // verbose_linfo; 6.1 prints an empty line as "; "
+			}
+			c.lastLine, c.lineShown = in.line, true
 		}
 		c.flush()
 		if len(c.log) < maxLogLines {

@@ -245,4 +245,73 @@ SEC("fentry/bpf_fentry_test1") int cb_loop_ret_value(u64 *ctx)
 	return 0;
 }
 
+
+/* A callback that runs a loop of its own (three frames). */
+static int cb_inner(u32 i, struct loop_ctx *c)
+{
+	c->sum += 1;
+	return 0;
+}
+
+static int cb_outer(u32 i, struct loop_ctx *c)
+{
+	bpf_loop(4, cb_inner, c, 0);
+	return 0;
+}
+
+SEC("fentry/bpf_fentry_test1") int cb_loop_nested(u64 *ctx)
+{
+	struct loop_ctx c = {};
+	bpf_loop(4, cb_outer, &c, 0);
+	sink = c.sum;
+	return 0;
+}
+
+/* for_each over an array map, stopping early from the callback. */
+static long cb_find_big(void *map, u32 *key, u64 *val, struct loop_ctx *c)
+{
+	if (*val > 100) {
+		c->idx = *key;
+		return 1;
+	}
+	return 0;
+}
+
+SEC("fentry/bpf_fentry_test1") int cb_for_each_array_stop(u64 *ctx)
+{
+	struct loop_ctx c = {};
+	bpf_for_each_map_elem(&cb_arr, cb_find_big, &c, 0);
+	sink = c.idx;
+	return 0;
+}
+
+/* The callback keeps a caller's index in bounds itself. */
+static int cb_step_checked(u32 i, struct loop_ctx *c)
+{
+	if (c->idx >= 7)
+		return 1;
+	c->idx++;
+	c->vals[c->idx] = i;
+	return 0;
+}
+
+SEC("fentry/bpf_fentry_test1") int cb_loop_carried_checked(u64 *ctx)
+{
+	struct loop_ctx c = {};
+	bpf_loop(100, cb_step_checked, &c, 0);
+	sink = c.vals[c.idx & 7];
+	return 0;
+}
+
+/* A callback context that is not on the stack. */
+SEC("fentry/bpf_fentry_test1") int cb_loop_ctx_map_value(u64 *ctx)
+{
+	u32 key = 0;
+	u64 *v = bpf_map_lookup_elem(&cb_arr, &key);
+	if (!v)
+		return 0;
+	bpf_loop(4, cb_no_ctx, v, 0);
+	return 0;
+}
+
 char _license[] SEC("license") = "GPL";

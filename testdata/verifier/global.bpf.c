@@ -10,6 +10,13 @@ struct rec {
 	u32 c;
 };
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4);
+	__type(key, u32);
+	__type(value, struct rec);
+} gl_recs SEC(".maps");
+
 __noinline int gl_add(int a, int b)
 {
 	return a + b;
@@ -203,6 +210,43 @@ SEC("fentry/bpf_fentry_test1") int gl_uninit_stack_arg(u64 *ctx)
 {
 	int x;
 	sink = gl_read(&x);
+	return 0;
+}
+
+
+/* A map value passed for a global function's pointer argument. */
+SEC("fentry/bpf_fentry_test1") int gl_map_value_arg(u64 *ctx)
+{
+	u32 key = 0;
+	struct rec *r = bpf_map_lookup_elem(&gl_recs, &key);
+	if (!r)
+		return 0;
+	gl_fill(r, ctx[0]);
+	return 0;
+}
+
+/* A global function calling another global function. */
+__noinline int gl_twice(int v)
+{
+	return gl_add(v, v);
+}
+
+SEC("fentry/bpf_fentry_test1") int gl_calls_global(u64 *ctx)
+{
+	sink = gl_twice((int)ctx[0]);
+	return 0;
+}
+
+/* A global function that leaks a map value pointer as its return. */
+__noinline long gl_ret_ptr(int k)
+{
+	u32 key = k;
+	return (long)bpf_map_lookup_elem(&gl_recs, &key);
+}
+
+SEC("fentry/bpf_fentry_test1") int gl_returns_pointer(u64 *ctx)
+{
+	sink = gl_ret_ptr(0);
 	return 0;
 }
 

@@ -245,4 +245,77 @@ SEC("fentry/bpf_fentry_test1") int sp_probe_read_into_caller(u64 *ctx)
 	return 0;
 }
 
+
+/* A map value pointer handed to a subprogram that updates it. */
+static __noinline void sp_bump(u64 *v, u64 by)
+{
+	*v += by;
+}
+
+SEC("fentry/bpf_fentry_test1") int sp_map_value_arg(u64 *ctx)
+{
+	u32 key = 0;
+	u64 *v = bpf_map_lookup_elem(&sp_counts, &key);
+	if (!v)
+		return 0;
+	sp_bump(v, ctx[0] & 0xff);
+	return 0;
+}
+
+/* A bounded loop inside a subprogram. */
+static __noinline u64 sp_sum_to(u32 n)
+{
+	u64 s = 0;
+	for (u32 i = 0; i < n && i < 64; i++)
+		s += i;
+	return s;
+}
+
+SEC("fentry/bpf_fentry_test1") int sp_loop_in_callee(u64 *ctx)
+{
+	sink = sp_sum_to((u32)ctx[0]);
+	return 0;
+}
+
+/* The callee reads past the end of the caller's array through the pointer it got. */
+static __noinline u64 sp_read_at(u64 *a, u32 i)
+{
+	return a[i];
+}
+
+SEC("fentry/bpf_fentry_test1") int sp_caller_array_oob(u64 *ctx)
+{
+	u64 a[4] = {};
+	sink = sp_read_at(a, 4);
+	return 0;
+}
+
+SEC("fentry/bpf_fentry_test1") int sp_caller_array_var(u64 *ctx)
+{
+	u64 a[4] = {};
+	sink = sp_read_at(a, ctx[0] & 3);
+	return 0;
+}
+
+/* Two callees sharing the caller's event: one fills, one reads. */
+static __noinline void sp_fill_ts(struct event *e) { e->ts = bpf_ktime_get_ns(); }
+static __noinline u64 sp_get_ts(struct event *e) { return e->ts; }
+
+SEC("fexit/bpf_fentry_test1") int sp_two_callees_event(u64 *ctx)
+{
+	struct event e = {};
+	sp_fill_ts(&e);
+	sink = sp_get_ts(&e) + ctx[1];
+	return 0;
+}
+
+/* A callee returning a value the LSM hook returns: its range must be known. */
+static __noinline int sp_deny(u32 flags) { return flags & 1 ? -1 : 0; }
+
+SEC("lsm/file_open") int sp_lsm_ret_from_callee(u64 *ctx)
+{
+	struct file *f = (struct file *)ctx[0];
+	return sp_deny(f->f_flags);
+}
+
 char _license[] SEC("license") = "GPL";
