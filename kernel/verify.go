@@ -40,6 +40,9 @@ type VerifyResult struct {
 	// "agent" or "guest" (the guest died while loading this program).
 	Stage     string `json:"stage,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"` // the log outgrew LogLimit (the verdict stands)
+	// BTFDropped: the kernel refused the program's BTF, so it was loaded without BTF, func
+	// and line info, as libbpf does; this is the refusal.
+	BTFDropped string `json:"btf_dropped,omitempty"`
 }
 
 // Verify boots the kernel under qemu and loads every program through its verifier, in one
@@ -188,5 +191,5 @@ func consoleTail(s string) []string {
 }
 
 func fromWire(r wire.VerifyResult) VerifyResult {
-	return VerifyResult{Name: r.Name, Accepted: r.Accepted, Errno: r.Errno, Error: r.Error, Log: r.Log, Stage: r.Stage, Truncated: r.Truncated}
+	return VerifyResult{Name: r.Name, Accepted: r.Accepted, Errno: r.Errno, Error: r.Error, Log: r.Log, Stage: r.Stage, Truncated: r.Truncated, BTFDropped: r.BTFDropped}
 }

@@ -5,6 +5,8 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/kernel/vm"
 	"github.com/trampjit/trampjit/kernel/wire"
 )
 
@@ -78,6 +81,13 @@ type ELFOptions struct {
 	// NoBTF drops the object's BTF func and line info (libbpf and cilium/ebpf send them,
 	// and the verifier then interleaves source lines with its log).
 	NoBTF bool
+	// Profile ("6.12-amd64") is the kernel the programs are for: .kconfig externs are
+	// resolved as libbpf would resolve them there (its version, and the configuration of
+	// its Debian build from the kernel cache, see KconfigFor). Needed only by objects with
+	// .kconfig externs.
+	Profile string
+
+	weak map[string]bool // the object's weak symbols (externs libbpf may leave unresolved)
 }
 
 // ProgramsFromELF reads an object built by clang (SEC("fentry/tcp_v4_connect"),
@@ -120,6 +130,18 @@ func ProgramsFromELFSkipped(path string, o ELFOptions) ([]wire.VerifyProgram, []
 	var out []wire.VerifyProgram
 	var skipped []SkippedProgram
 	ksyms := objectKsyms(data, spec, typed)
+	o.weak = map[string]bool{}
+	for n, k := range ksyms {
+		o.weak[n] = k.Weak
+	}
+	if f, err := elf.NewFile(bytes.NewReader(data)); err == nil {
+		syms, _ := f.Symbols()
+		for _, sym := range syms {
+			if elf.ST_BIND(sym.Info) == elf.STB_WEAK && sym.Section == elf.SHN_UNDEF {
+				o.weak[sym.Name] = true
+			}
+		}
+	}
 	for _, n := range names {
 		ps := spec.Programs[n]
 		if why := unloadable(ps); why != "" {
@@ -191,6 +213,7 @@ func programFromSpec(cs *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, o ELFOptions
 	if err := btfmodel.ApplyCORE(insns, o.KernelBTF, &b); err != nil {
 		return p, err
 	}
+	kds := btfmodel.LinkKconfig(insns, cs.Types)
 	seen := map[string]bool{}
 	for _, ins := range insns {
 		ref := ins.Reference()
@@ -198,6 +221,14 @@ func programFromSpec(cs *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, o ELFOptions
 			continue
 		}
 		seen[ref] = true
+		if ref == btfmodel.KconfigSection && kds != nil {
+			m, err := kconfigMap(kds, o.Profile, o.weak)
+			if err != nil {
+				return p, err
+			}
+			p.Maps = append(p.Maps, m)
+			continue
+		}
 		ms, ok := cs.Maps[ref]
 		if !ok {
 			return p, fmt.Errorf("refers to map %q, which the object does not define", ref)
@@ -377,4 +408,46 @@ func objectKsyms(data []byte, spec *ebpf.CollectionSpec, typed map[string]bool) 
 		}
 	}
 	return out
+}
+
+// kconfigMap is libbpf's .kconfig map for profile: an array of one value, BPF_F_RDONLY_PROG,
+// filled (bpf_object__resolve_externs) and frozen before the programs load.
+func kconfigMap(ds *btf.Datasec, profile string, weak map[string]bool) (wire.VerifyMap, error) {
+	v, cfg, err := KconfigFor(profile)
+	if err != nil {
+		return wire.VerifyMap{}, err
+	}
+	data, err := btfmodel.KconfigData(ds, v, cfg, weak)
+	if err != nil {
+		return wire.VerifyMap{}, err
+	}
+	return wire.VerifyMap{Name: btfmodel.KconfigSection, Type: "array", KeySize: 4, ValueSize: ds.Size,
+		MaxEntries: 1, Flags: 1 << 7, Data: data, Freeze: true}, nil
+}
+
+// KconfigFor is what libbpf reads for .kconfig externs on profile ("6.12-amd64"): the
+// profile's kernel version and the configuration of its Debian build, the config-* file the
+// kernel cache keeps beside the vmlinuz it boots (libbpf reads /boot/config-$(uname -r) or
+// /proc/config.gz on the running kernel).
+func KconfigFor(profile string) (btfmodel.Version, btfmodel.Kconfig, error) {
+	k, _, _ := strings.Cut(profile, "-")
+	pr := btfmodel.ProfileFor(btfmodel.Kernel(k))
+	if pr == nil {
+		return btfmodel.Version{}, nil, fmt.Errorf(".kconfig externs: ELFOptions.Profile %q names no profile", profile)
+	}
+	dir, err := vm.CacheDir()
+	if err != nil {
+		return pr.Version, nil, err
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "kernels", profile, "config-*"))
+	if len(files) == 0 {
+		return pr.Version, nil, fmt.Errorf(".kconfig externs: no kernel config for %s in %s (boot the profile once)", profile, filepath.Join(dir, "kernels"))
+	}
+	f, err := os.Open(files[0])
+	if err != nil {
+		return pr.Version, nil, err
+	}
+	defer f.Close()
+	cfg, err := btfmodel.ParseKconfig(f)
+	return pr.Version, cfg, err
 }

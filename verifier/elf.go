@@ -102,6 +102,11 @@ func ParseELFObject(data []byte, kernel *btf.Spec) (progs []Program, skipped []S
 		}
 		maps = append(maps, mm)
 	}
+	var kds *btf.Datasec
+	if spec.Types != nil && spec.Types.TypeByName(btfmodel.KconfigSection, &kds) == nil {
+		// libbpf's .kconfig map: read-only and frozen (cilium/ebpf makes it at load time)
+		maps = append(maps, Map{Name: btfmodel.KconfigSection, Type: "array", KeySize: 4, ValueSize: kds.Size, MaxEntries: 1, ReadOnly: true})
+	}
 	sort.Slice(maps, func(i, j int) bool { return maps[i].Name < maps[j].Name })
 	names := make([]string, 0, len(spec.Programs))
 	for n := range spec.Programs {
@@ -119,6 +124,7 @@ func ParseELFObject(data []byte, kernel *btf.Spec) (progs []Program, skipped []S
 			return nil, nil, fmt.Errorf("program %s: %w", n, err)
 		}
 		linkKsyms(insns, ksyms, kernel)
+		btfmodel.LinkKconfig(insns, spec.Types)
 		progs = append(progs, Program{Name: n, Section: ps.SectionName, License: ps.License,
 			Maps: maps, Instructions: insns})
 	}

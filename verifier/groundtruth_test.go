@@ -115,7 +115,7 @@ func truthPrograms(t testing.TB, env verifier.Env, withWire bool) []truthProgram
 		} else {
 			progs, err = verifier.LoadELF(f, env.BTF)
 			if err == nil && withWire {
-				wps, err = kernel.ProgramsFromELF(f, kernel.ELFOptions{KernelBTF: env.BTF})
+				wps, err = kernel.ProgramsFromELF(f, kernel.ELFOptions{KernelBTF: env.BTF, Profile: string(env.Kernel) + "-" + string(env.Arch)})
 			}
 		}
 		if err != nil {

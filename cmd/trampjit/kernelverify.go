@@ -32,7 +32,7 @@ func defaultBTF(k, arch string) string {
 
 // kernelPrograms converts ELF objects and JSON instruction lists into the guest transport;
 // the programs of an object it does not load (kprobes, iterators, ...) are named on notes.
-func kernelPrograms(files []string, spec *btf.Spec, notes io.Writer) ([]wire.VerifyProgram, error) {
+func kernelPrograms(files []string, spec *btf.Spec, profile string, notes io.Writer) ([]wire.VerifyProgram, error) {
 	var out []wire.VerifyProgram
 	for _, f := range files {
 		if strings.EqualFold(filepath.Ext(f), ".json") {
@@ -64,7 +64,7 @@ func kernelPrograms(files []string, spec *btf.Spec, notes io.Writer) ([]wire.Ver
 			}
 			continue
 		}
-		progs, skipped, err := kernel.ProgramsFromELFSkipped(f, kernel.ELFOptions{KernelBTF: spec})
+		progs, skipped, err := kernel.ProgramsFromELFSkipped(f, kernel.ELFOptions{KernelBTF: spec, Profile: profile})
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +133,7 @@ func runKernelVerify(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	progs, err := kernelPrograms(files, spec, stderr)
+	progs, err := kernelPrograms(files, spec, p.kernel+"-"+p.arch, stderr)
 	if err != nil {
 		return err
 	}

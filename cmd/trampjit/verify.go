@@ -204,7 +204,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 // compareWithKernel loads the same programs through the profile's kernel and records, per
 // program, what it said and whether the model agrees.
 func compareWithKernel(files []string, spec *btf.Spec, k btfmodel.Kernel, a btfmodel.Arch, progs []verifyProgJSON, progress io.Writer) error {
-	wp, err := kernelPrograms(files, spec, io.Discard) // the model's skipped list says it already
+	wp, err := kernelPrograms(files, spec, string(k)+"-"+string(a), io.Discard) // the model's skipped list says it already
 	if err != nil {
 		return err
 	}
@@ -222,6 +222,9 @@ func compareWithKernel(files []string, spec *btf.Spec, k btfmodel.Kernel, a btfm
 		r, ok := byName[progs[i].Name]
 		if !ok {
 			continue
+		}
+		if r.BTFDropped != "" {
+			progs[i].Notes = append(progs[i].Notes, "kernel: the program's BTF was refused ("+r.BTFDropped+"); loaded without BTF, func and line info, as libbpf does")
 		}
 		progs[i].Kernel = &kernelVerdict{Accepted: r.Accepted, Error: r.Error, Errno: r.Errno, Log: r.Log,
 			Agree: r.Accepted == progs[i].Accepted && verifier.NormalizeLine(r.Error) == verifier.NormalizeLine(progs[i].Error)}
