@@ -220,7 +220,7 @@ func measure(t *testing.T, cache, profile string, objs *rwObjects) *rwReport {
 			}
 			if wp, ok := back[n]; ok {
 				c.wire = wp
-				c.key = kernelKey(wp)
+				c.key = rep.Kernel + " " + kernelKey(wp)
 			} else if kerr != nil {
 				c.wireErr = kerr.Error()
 			} else {
@@ -241,7 +241,7 @@ func measure(t *testing.T, cache, profile string, objs *rwObjects) *rwReport {
 }
 
 // kernelKey identifies what the guest is asked: the bytes sent, so a changed backend or
-// object asks again.
+// object asks again (the cache key also names the kernel release).
 func kernelKey(wp *wire.VerifyProgram) string {
 	b, _ := json.Marshal(wp)
 	s := sha256.Sum256(b)
@@ -254,12 +254,7 @@ func askKernel(t *testing.T, cache, profile, kern, arch string, cases []*rwCase)
 	path := filepath.Join(cache, "realworld", "kernel-"+profile+".json")
 	known := map[string]rwAnswer{}
 	if *realWorldReuse {
-		if data, err := os.ReadFile(path); err == nil {
-			if err := json.Unmarshal(data, &known); err != nil {
-				t.Logf("%s: %v: asking the kernel again", path, err)
-				known = map[string]rwAnswer{}
-			}
-		}
+		known = readAnswers(t, path)
 	}
 	var ask []*rwCase
 	var wps []wire.VerifyProgram
@@ -293,17 +288,50 @@ func askKernel(t *testing.T, cache, profile, kern, arch string, cases []*rwCase)
 			}
 			known[ask[i].key] = a
 		}
-		if data, err := json.Marshal(known); err == nil {
-			tmp := path + ".tmp"
-			if os.WriteFile(tmp, data, 0o644) == nil {
-				os.Rename(tmp, path)
-			}
-		}
+		saveAnswers(t, path, known)
 	}
 	for _, c := range cases {
 		if c.wire != nil {
 			c.Kernel = known[c.key]
 		}
+	}
+}
+
+func readAnswers(t *testing.T, path string) map[string]rwAnswer {
+	known := map[string]rwAnswer{}
+	if data, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(data, &known); err != nil {
+			t.Logf("%s: %v: asking the kernel again", path, err)
+			return map[string]rwAnswer{}
+		}
+	}
+	return known
+}
+
+// saveAnswers merges fresh answers into the cache file, under the cache's lock (another run
+// may have added its own meanwhile).
+func saveAnswers(t *testing.T, path string, fresh map[string]rwAnswer) {
+	unlock, err := realworld.Lock(filepath.Dir(path))
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	defer unlock()
+	all := readAnswers(t, path)
+	for k, a := range fresh {
+		all[k] = a
+	}
+	data, err := json.Marshal(all)
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		t.Log(err)
 	}
 }
 

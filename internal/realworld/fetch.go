@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/trampjit/trampjit/kernel/vm"
@@ -96,6 +97,11 @@ func Fetch(ctx context.Context, cache, arch string, pkgs []string, maxAge time.D
 		pkgs = Packages
 	}
 	root := filepath.Join(cache, "realworld")
+	unlock, err := Lock(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
 	a, err := vm.NewApt(filepath.Join(root, "apt"))
 	if err != nil {
 		return nil, nil, err
@@ -133,6 +139,23 @@ func Fetch(ctx context.Context, cache, arch string, pkgs []string, maxAge time.D
 		objs = append(objs, m.Objects...)
 	}
 	return objs, done, nil
+}
+
+// Lock serialises concurrent runs on dir (the private apt state and the cache are not safe
+// for two writers); the returned function releases it.
+func Lock(dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
 }
 
 // fetchPackage returns the objects of the newest version (or of the one pinned as
