@@ -263,6 +263,7 @@ func (c *checker) iterNext() error {
 	active := c.st.clone()
 	active.regs[0].flags &^= flagMaybeNull
 	active.regs[0].id = 0
+	active.iterDepth++
 	if err := c.push(active, c.idx+1); err != nil {
 		return err
 	}

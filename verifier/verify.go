@@ -402,7 +402,7 @@ func (c *checker) visitState() int {
 		}
 		v.ancestor = c.epoch
 		// states_maybe_looping compares the registers byte for byte first.
-		if regsExact(v.st, c.st) && len(v.st.callers) == len(c.st.callers) && c.covers(v, c.st, c.idx) {
+		if regsExact(v.st, c.st) && len(v.st.callers) == len(c.st.callers) && v.st.iterDepth == c.st.iterDepth && c.covers(v, c.st, c.idx) { // H2: iter_active_depths_differ
 			c.loopOld = v.st
 			return -1
 		}
