@@ -215,3 +215,16 @@ func (c *checker) constMapKey(r *reg, keySize int) (uint64, bool) {
 	}
 	return sp.v.val(), true
 }
+
+// retvalRange is do_refine_retval_range: the string and stack helpers return at most the
+// buffer's size (msize_max_value) or a negative errno, down to -MAX_ERRNO.
+func (c *checker) retvalRange(id int32, meta *helperMeta) reg {
+	s := unknownScalar()
+	switch id {
+	case 45, 67, 114, 115, 141: // probe_read_str, get_stack, probe_read_{user,kernel}_str, get_task_stack
+		s.smax, s.s32max = int64(meta.memSize), int32(meta.memSize)
+		s.smin, s.s32min = -4095, -4095
+		s.syncWith(!c.has(btfmodel.CapVerifierBoundsCross), c.has(btfmodel.CapVerifierTnumSignedNeedSign))
+	}
+	return mkScalar(s)
+}

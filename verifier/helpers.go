@@ -153,7 +153,7 @@ func (c *checker) call(in *insn) error {
 	c.clobberCallerSaved()
 	switch proto.ret {
 	case retInt:
-		c.setReg(0, mkScalar(unknownScalar()))
+		c.setReg(0, c.retvalRange(id, &meta))
 	case retVoid:
 		c.st.regs[0] = reg{}
 		c.scratch[0] = true
@@ -243,6 +243,9 @@ func (c *checker) helperArg(regno uint8, a argKind, proto *helperProto, meta *he
 	}
 	if id == 147 && regno == 2 && !c.has(btfmodel.CapHelperDPathUninitBuf) {
 		a = argMem // 6.1: bpf_d_path reads its buffer
+	}
+	if id == 67 && regno == 2 && !c.has(btfmodel.CapHelperGetStackUninitBuf) {
+		a = argMem // 6.1: so does bpf_get_stack_proto_raw_tp
 	}
 	// An _OR_NULL argument may be the constant 0 (register_is_null): no type check.
 	if r.typ == scalarValue && r.v.isConst() && r.v.val() == 0 {

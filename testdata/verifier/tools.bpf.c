@@ -384,4 +384,41 @@ SEC("fentry/bpf_fentry_test1") int tl_stackid_not_ctx(u64 *ctx)
 	return 0;
 }
 
+SEC("fentry/bpf_fentry_test1") int tl_str_len_index(u64 *ctx)
+{
+	char buf[32];
+	long n = bpf_probe_read_kernel_str(buf, sizeof(buf), (void *)ctx[0]);
+	if (n > 0)
+		tl_sink = buf[n - 1];
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int tl_str_len_unchecked(u64 *ctx)
+{
+	char buf[32];
+	long n = bpf_probe_read_kernel_str(buf, sizeof(buf), (void *)ctx[0]);
+	tl_sink = buf[n];
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int tl_stack_len_output(u64 *ctx)
+{
+	u64 ips[8];
+	long n = bpf_get_stack(ctx, ips, sizeof(ips), 0);
+	if (n > 0)
+		bpf_perf_event_output(ctx, &tl_perf, BPF_F_CURRENT_CPU, ips, n);
+	return 0;
+}
+SEC("fentry/do_sys_openat2") int tl_user_str_len_copy(u64 *ctx)
+{
+	char buf[64];
+	long n = bpf_probe_read_user_str(buf, sizeof(buf), (void *)ctx[1]);
+	if (n <= 0)
+		return 0;
+	char *e = bpf_ringbuf_reserve(&tl_events, 64, 0);
+	if (!e)
+		return 0;
+	bpf_probe_read_kernel(e, n, buf);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
 char _license[] SEC("license") = "GPL";
