@@ -202,7 +202,7 @@ func (p *VerifyProgram) Validate() error {
 		return fmt.Errorf("program %q: type %q: want tracing or lsm", p.Name, p.Type)
 	}
 	if _, ok := AttachTypes[p.AttachType]; !ok {
-		return fmt.Errorf("program %q: attach type %q: want fentry, fexit, fmod_ret, raw_tp or lsm_mac", p.Name, p.AttachType)
+		return fmt.Errorf("program %q: attach type %q: want fentry, fexit, fmod_ret or lsm_mac (or raw_tp for tp_btf)", p.Name, p.AttachType)
 	}
 	if p.AttachTo == "" {
 		return fmt.Errorf("program %q: no attach target", p.Name)
