@@ -38,11 +38,7 @@ var knownGaps = map[string]string{
 
 	// H2: kfuncs (KNOWN_GAPS.md, kfuncs, references and RCU regions)
 	"6.12-amd64/kf_dynptr_uninit": "dynptr stack slots are not modelled",
-	"6.12-amd64/kf_iter_num_sum":  "an iterator loop storing an accumulated value does not converge",
 	"6.12-arm64/kf_dynptr_uninit": "dynptr stack slots are not modelled",
-	"6.12-arm64/kf_iter_num_sum":  "an iterator loop storing an accumulated value does not converge",
 	"7.2-amd64/kf_dynptr_uninit":  "dynptr stack slots are not modelled",
-	"7.2-amd64/kf_iter_num_sum":   "an iterator loop storing an accumulated value does not converge",
 	"7.2-arm64/kf_dynptr_uninit":  "dynptr stack slots are not modelled",
-	"7.2-arm64/kf_iter_num_sum":   "an iterator loop storing an accumulated value does not converge",
 }

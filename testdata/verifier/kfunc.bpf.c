@@ -461,18 +461,6 @@ SEC("fentry/bpf_fentry_test1") int kf_dynptr_uninit(u64 *ctx)
 	sink = bpf_dynptr_size(&dp);
 	return 0;
 }
-SEC("fentry/bpf_fentry_test1") int kf_iter_num_sum(u64 *ctx)
-{
-	struct bpf_iter_num it;
-	int *v;
-	u64 sum = 0;
-	bpf_iter_num_new(&it, 0, 8);
-	while ((v = bpf_iter_num_next(&it)))
-		sum += *v;
-	bpf_iter_num_destroy(&it);
-	sink = sum;
-	return 0;
-}
 SEC("fentry/bpf_fentry_test1") int kf_iter_num_find(u64 *ctx)
 {
 	struct bpf_iter_num it;
