@@ -127,6 +127,11 @@ func (c *checker) stackWrite(spi, lo, hi, size, value int, stImm *int64) error {
 			c.logf("invalid size of register spill")
 			return reject("EACCES")
 		}
+		if src.typ == ptrToStack && c.fr != &c.st.frame {
+			// A stack pointer may outlive its frame there (check_stack_write_fixed_off).
+			c.logf("cannot spill pointers to stack into stack frame of the caller")
+			return reject("EINVAL")
+		}
 		c.spillReg(spi, *src, size)
 	case src != nil && aligned && (c.has(btfmodel.CapVerifierSpillAnyScalar) || (!isZero && !(src.v.isUnbounded() && src.v.t.isUnknown()))):
 		// 6.12 spills every scalar; 6.1 only bounded, non-zero ones.

@@ -314,4 +314,19 @@ SEC("fentry/bpf_fentry_test1") int cb_loop_ctx_map_value(u64 *ctx)
 	return 0;
 }
 
+
+/* bpf_loop called from a static subprogram: the callback is the third frame. */
+static __noinline u64 cb_sum_in_subprog(u32 n)
+{
+	struct loop_ctx c = {};
+	bpf_loop(n & 15, cb_add, &c, 0);
+	return c.sum;
+}
+
+SEC("fentry/bpf_fentry_test1") int cb_loop_from_subprog(u64 *ctx)
+{
+	sink = cb_sum_in_subprog((u32)ctx[0]);
+	return 0;
+}
+
 char _license[] SEC("license") = "GPL";

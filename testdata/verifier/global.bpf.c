@@ -250,4 +250,17 @@ SEC("fentry/bpf_fentry_test1") int gl_returns_pointer(u64 *ctx)
 	return 0;
 }
 
+
+/* A static subprogram calling a global function. */
+static __noinline int gl_static_calls_global(int v)
+{
+	return gl_add(v, 1) * 2;
+}
+
+SEC("fentry/bpf_fentry_test1") int gl_from_static(u64 *ctx)
+{
+	sink = gl_static_calls_global((int)ctx[0]);
+	return 0;
+}
+
 char _license[] SEC("license") = "GPL";
