@@ -303,8 +303,17 @@ func scalarParts(k btfmodel.Kernel, s scalar) []string {
 	return parts
 }
 
-// stateDump prints the registers (all, or only the scratched ones) and stack slots.
+// stateDump prints the registers (all, or only the scratched ones) and stack slots, headed
+// by the frame number inside a subprogram (print_verifier_state's " frame%d:").
 func (c *checker) stateDump(st *state, only map[int]bool) string {
+	d := c.frameDump(st, only)
+	if n := st.curframe(); n > 0 && d != "" {
+		return fmt.Sprintf(" frame%d:%s", n, d)
+	}
+	return d
+}
+
+func (c *checker) frameDump(st *state, only map[int]bool) string {
 	var b strings.Builder
 	for i := range st.regs {
 		r := &st.regs[i]

@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -179,15 +180,19 @@ func (c *checker) subprogCall(in *insn) (int, error) {
 	c.clobberCallerSaved()
 	c.pushFrame(callee)
 	c.logf("caller:")
-	c.logFrame(&c.st.callers[len(c.st.callers)-1])
+	c.logFrame(&c.st.callers[len(c.st.callers)-1], c.st.curframe()-1)
 	c.logf("callee:")
-	c.logFrame(&c.st.frame)
+	c.logFrame(&c.st.frame, c.st.curframe())
 	return target, nil
 }
 
 // logFrame is print_verifier_state for one frame.
-func (c *checker) logFrame(f *frame) {
-	c.logx("%s", strings.TrimSpace(c.stateDump(&state{frame: *f}, nil)))
+func (c *checker) logFrame(f *frame, n int) {
+	d := c.frameDump(&state{frame: *f}, nil)
+	if n > 0 {
+		d = fmt.Sprintf(" frame%d:%s", n, d)
+	}
+	c.logx("%s", strings.TrimSpace(d))
 }
 
 // maxCallFrames is MAX_CALL_FRAMES.
@@ -235,9 +240,9 @@ func (c *checker) funcExit() (int, error) {
 		c.setReg(0, r0)
 	}
 	c.logf("returning from callee:")
-	c.logFrame(&callee)
+	c.logFrame(&callee, c.st.curframe()+1)
 	c.logf("to caller at %d:", next)
-	c.logFrame(&c.st.frame)
+	c.logFrame(&c.st.frame, c.st.curframe())
 	return next, nil
 }
 
