@@ -176,6 +176,10 @@ func (c *checker) kfuncCall61(d *kfuncDesc) error {
 	return c.kfuncRet(d, m)
 }
 
+// allocKfunc are the acquire kfuncs that return program-local objects (void *), not
+// PTR_TO_BTF_ID of a kernel type.
+var allocKfunc = map[string]bool{"bpf_obj_new_impl": true, "bpf_percpu_obj_new_impl": true, "bpf_obj_new": true, "bpf_percpu_obj_new": true}
+
 // kfuncRet sets R0 from the prototype's return type (check_kfunc_call's tail).
 func (c *checker) kfuncRet(d *kfuncDesc, m *kfuncMeta) error {
 	rt := skipMods(d.proto.Return)
@@ -185,7 +189,7 @@ func (c *checker) kfuncRet(d *kfuncDesc, m *kfuncMeta) error {
 	if isPtr {
 		target = skipMods(ptr.Target)
 	}
-	if acquire && (!isPtr || !isStructOrUnion(target)) && d.name != "bpf_obj_new_impl" && d.name != "bpf_percpu_obj_new_impl" {
+	if acquire && (!isPtr || !isStructOrUnion(target)) && !allocKfunc[d.name] {
 		c.logf("acquire kernel function does not return PTR_TO_BTF_ID")
 		return reject("EINVAL")
 	}
