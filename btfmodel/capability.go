@@ -188,7 +188,7 @@ var Capabilities = []CapInfo{
 	bounded(CapHelperStorageOwnerOrNull, "the local storage helpers take their owner as ARG_PTR_TO_BTF_ID_OR_NULL: NULL passes (6.1: 'R2 type=scalar expected=ptr_')"),
 	{Cap: CapVerifierConstKeyNotNull, After: v(6, 12), Since: v(7, 2), Doc: "bpf_map_lookup_elem on an array or percpu array with a constant key below max_entries returns a map value that is not NULL (can_elide_value_nullness, get_constant_map_key)"},
 	bounded(CapVerifierSleepableSpinLock, "sleepable programs may use maps whose value holds a bpf_spin_lock (6.1: 'sleepable progs cannot use bpf_spin_lock yet')"),
-	bounded(CapHelperGetStackUninitBuf, "bpf_get_stack (the tracing/raw_tp prototype) writes its buffer (6.1: ARG_PTR_TO_MEM, so it must be initialised)"),
+	bounded(CapHelperGetStackUninitBuf, "bpf_get_stack (the tracing/raw_tp prototype) and bpf_snprintf_btf write their buffer (6.1: ARG_PTR_TO_MEM, so it must be initialised)"),
 	bounded(CapHelperDPathUninitBuf, "bpf_d_path's buffer is written, not read (6.1: ARG_PTR_TO_MEM, so it must be initialised)"),
 	bounded(CapVerifierMemSizeRaw, "check_mem_size_reg keeps raw mode for a variable size and checks a zero size itself"),
 	bounded(CapVerifierMapArgAsMem, "map key and value arguments are checked as memory (ringbuf_mem, trusted_ptr_ allowed)"),

@@ -141,3 +141,19 @@ func (c *checker) mapProgCompat(idx int) error {
 	}
 	return nil
 }
+
+// locksafe is states_equal's active_lock comparison: the same lock held (or none), its id
+// up to the renaming the register comparison established.
+func locksafe(old, cur *state, ids map[uint32]uint32) bool {
+	if old.lock.held != cur.lock.held || old.lock.mapIdx != cur.lock.mapIdx {
+		return false
+	}
+	if !old.lock.held {
+		return true
+	}
+	if m, ok := ids[old.lock.id]; ok {
+		return m == cur.lock.id
+	}
+	ids[old.lock.id] = cur.lock.id
+	return true
+}

@@ -244,8 +244,8 @@ func (c *checker) helperArg(regno uint8, a argKind, proto *helperProto, meta *he
 	if id == 147 && regno == 2 && !c.has(btfmodel.CapHelperDPathUninitBuf) {
 		a = argMem // 6.1: bpf_d_path reads its buffer
 	}
-	if id == 67 && regno == 2 && !c.has(btfmodel.CapHelperGetStackUninitBuf) {
-		a = argMem // 6.1: so does bpf_get_stack_proto_raw_tp
+	if ((id == 67 && regno == 2) || (id == 149 && regno == 1)) && !c.has(btfmodel.CapHelperGetStackUninitBuf) {
+		a = argMem // 6.1: so do bpf_get_stack_proto_raw_tp and bpf_snprintf_btf
 	}
 	// An _OR_NULL argument may be the constant 0 (register_is_null): no type check.
 	if r.typ == scalarValue && r.v.isConst() && r.v.val() == 0 {

@@ -421,4 +421,104 @@ SEC("fentry/do_sys_openat2") int tl_user_str_len_copy(u64 *ctx)
 	return 0;
 }
 
+struct {
+	__uint(type, 22); /* BPF_MAP_TYPE_QUEUE */
+	__uint(max_entries, 16);
+	__type(value, u64);
+} tl_queue SEC(".maps");
+
+struct {
+	__uint(type, 8); /* BPF_MAP_TYPE_CGROUP_ARRAY */
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(u32));
+	__uint(value_size, sizeof(u32));
+} tl_cgroups SEC(".maps");
+
+char tl_fmt_rw[8] = "%d";
+static long (*bpf_map_push_elem)(void *map, const void *value, u64 flags) = (void *)87;
+static long (*bpf_map_pop_elem)(void *map, void *value) = (void *)88;
+
+SEC("fentry/bpf_fentry_test1") int tl_queue_push_pop(u64 *ctx)
+{
+	u64 v = ctx[0];
+	bpf_map_push_elem(&tl_queue, &v, 0);
+	u64 out;
+	if (bpf_map_pop_elem(&tl_queue, &out) == 0)
+		tl_sink = out;
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int tl_pop_hash(u64 *ctx)
+{
+	struct open_start out;
+	bpf_map_pop_elem(&tl_start, &out);
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int tl_copy_from_user_task_nonsleep(u64 *ctx)
+{
+	char b[8];
+	bpf_copy_from_user_task(b, sizeof(b), (void *)ctx[0], bpf_get_current_task_btf(), 0);
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int tl_task_under_cgroup(u64 *ctx)
+{
+	long (*bpf_current_task_under_cgroup)(void *map, u32 index) = (void *)37;
+	tl_sink = bpf_current_task_under_cgroup(&tl_cgroups, 0);
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int tl_probe_write_user(u64 *ctx)
+{
+	long (*bpf_probe_write_user)(void *dst, const void *src, u32 len) = (void *)36;
+	u64 v = 0;
+	bpf_probe_write_user((void *)ctx[0], &v, sizeof(v));
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int tl_snprintf_btf(u64 *ctx)
+{
+	struct btf_ptr p = { .ptr = bpf_get_current_task_btf(), .type_id = 1 };
+	char out[64];
+	bpf_snprintf_btf(out, sizeof(out), &p, sizeof(p), 0);
+	tl_sink = out[0];
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int tl_snprintf_fmt_stack(u64 *ctx)
+{
+	char fmt[4] = "%d";
+	char out[16];
+	u64 args[1] = { ctx[0] };
+	bpf_snprintf(out, sizeof(out), fmt, args, sizeof(args));
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int tl_snprintf_fmt_rw(u64 *ctx)
+{
+	char out[16];
+	u64 args[1] = { ctx[0] };
+	bpf_snprintf(out, sizeof(out), tl_fmt_rw, args, sizeof(args));
+	return 0;
+}
+SEC("fentry/bpf_sk_storage_free") int tl_sk_storage_in_itself(u64 *ctx)
+{
+	void *v = bpf_sk_storage_get(&tl_start, (void *)ctx[0], 0, 0);
+	tl_sink = v != 0;
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int tl_get_stack_var_size(u64 *ctx)
+{
+	u64 ips[8];
+	long n = bpf_get_stack(ctx, ips, ctx[0] & 63, 0);
+	tl_sink = n;
+	return 0;
+}
+SEC("fmod_ret/security_file_open") int tl_override_fmod_ret(u64 *ctx)
+{
+	long (*bpf_override_return)(void *regs, u64 rc) = (void *)58;
+	bpf_override_return(ctx, 0);
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int tl_ringbuf_output_var(u64 *ctx)
+{
+	u64 buf[4] = {};
+	bpf_ringbuf_output(&tl_events, buf, ctx[0] & 31, 0);
+	return 0;
+}
+
 char _license[] SEC("license") = "GPL";
