@@ -287,11 +287,15 @@ func (f *genState) subRet() {
 }
 
 // chainShape is a chain of calls, each function using some stack and passing a pointer
-// to it down: from 1 callee to 9 (MAX_CALL_FRAMES is 8 with main), with frames that
-// together stay under or go past the 512 bytes check_max_stack_depth allows.
+// to it down: from 1 callee to 16 (MAX_CALL_FRAMES is 8 with main before 7.2, 16 in 7.2),
+// with frames that together stay under or go past the 512 bytes check_max_stack_depth
+// allows.
 func (s *genState) chainShape() {
-	n := []int{1, 2, 3, 4, 5, 6, 7, 7, 8, 9}[s.pick(10)]
+	n := []int{1, 2, 3, 4, 5, 6, 7, 7, 8, 9, 14, 15, 16}[s.pick(13)]
 	total := []int{64, 256, 416, 480, 512, 544, 640}[s.pick(7)]
+	if n > 9 {
+		total = 64 // around 7.2's 16 frames, each frame the smallest (32 bytes counted)
+	}
 	frame := func() int16 {
 		sz := max(8, (total/(n+1)+s.pick(17)-8)&^7)
 		return int16(-min(sz, 512))
