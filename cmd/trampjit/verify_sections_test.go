@@ -21,7 +21,8 @@ func TestVerifySkipsOtherProgramTypes(t *testing.T) {
 	for _, s := range res.Skipped {
 		skipped[s.Name] = s.Reason
 	}
-	for _, n := range []string{"sec_kprobe", "sec_kretprobe", "sec_tracepoint", "sec_raw_tp", "sec_iter", "sec_perf_event"} {
+	for _, n := range []string{"sec_kprobe", "sec_kretprobe", "sec_tracepoint", "sec_raw_tp", "sec_iter", "sec_perf_event",
+		"sec_cgroup_skb", "sec_cgroup_connect4", "sec_struct_ops", "sec_xdp", "sec_freplace", "sec_lsm_cgroup"} {
 		if skipped[n] == "" || !strings.Contains(skipped[n], "not modelled") {
 			t.Errorf("%s: skipped %q", n, skipped[n])
 		}
@@ -36,7 +37,7 @@ func TestVerifySkipsOtherProgramTypes(t *testing.T) {
 		}
 	}
 	code, out, _ = trampjit("verify", "--btf", btf612, "../../testdata/verifier/sections.bpf.o", "--color", "never")
-	if code != 0 || !strings.Contains(out, "sec_kprobe kprobe/tcp_v4_connect  skipped: ") || !strings.Contains(out, ", 6 skipped") {
+	if code != 0 || !strings.Contains(out, "sec_kprobe kprobe/tcp_v4_connect  skipped: ") || !strings.Contains(out, ", 12 skipped") {
 		t.Errorf("text output (exit %d):\n%s", code, out)
 	}
 }

@@ -1,7 +1,8 @@
 /* libbpf's section spellings (tools/lib/bpf/libbpf.c, section_defs): sleepable ".s"
  * variants, the '?' prefix (autoload off: still verifiable), "module:function" targets, and
- * an object that mixes program types: the kprobe, tracepoint, raw_tp, iter and freplace
- * programs are skipped with a note, the others are verified. */
+ * an object that mixes program types: the kprobe, tracepoint, raw_tp, iter, perf_event,
+ * cgroup, struct_ops, xdp, freplace and lsm_cgroup programs are skipped with a note, the
+ * others are verified. */
 #include "common.h"
 
 u64 sec_sink;
@@ -40,4 +41,10 @@ SEC("tracepoint/sched/sched_switch") int sec_tracepoint(void *ctx) { return 0; }
 SEC("raw_tp/sched_switch") int sec_raw_tp(void *ctx) { return 0; }
 SEC("iter/task") int sec_iter(void *ctx) { return 0; }
 SEC("perf_event") int sec_perf_event(void *ctx) { return 0; }
+SEC("cgroup_skb/egress") int sec_cgroup_skb(void *ctx) { return 1; }
+SEC("cgroup/connect4") int sec_cgroup_connect4(void *ctx) { return 1; }
+SEC("struct_ops/test_1") int sec_struct_ops(void *ctx) { return 0; }
+SEC("xdp") int sec_xdp(void *ctx) { return 2; }
+SEC("freplace/bpf_fentry_test1") int sec_freplace(void *ctx) { return 0; }
+SEC("lsm_cgroup/socket_bind") int sec_lsm_cgroup(u64 *ctx) { return 1; }
 char _license[] SEC("license") = "GPL";
