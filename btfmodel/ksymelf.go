@@ -73,6 +73,9 @@ func TypedKsyms(data []byte) ([]byte, map[string]bool, error) {
 			continue
 		}
 		for i := uint64(0); i < uint64(info&0xffff); i++ {
+			if o+12+12*(i+1) > ts+typeLen {
+				return data, nil, errors.New(".BTF: truncated DATASEC")
+			}
 			id := uint64(bo.Uint32(raw[o+12+12*i:]))
 			if id == 0 || id >= uint64(len(offs)) {
 				continue
