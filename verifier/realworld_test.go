@@ -57,6 +57,7 @@ type rwCase struct {
 	Kernel  rwAnswer `json:"kernel"`
 	Model   rwAnswer `json:"model"`
 	Diff    string   `json:"diff,omitempty"`
+	Sized   []string `json:"sized,omitempty"` // maps sized as the tool's loader would (loaderSize)
 
 	prog     verifier.Program
 	modelErr string // the model could not load the object
@@ -212,6 +213,7 @@ func measure(t *testing.T, cache, profile string, objs *rwObjects) *rwReport {
 			}
 			c := &rwCase{Program: n, Section: ps.SectionName, Object: o.Name(), Package: o.Package, Version: o.Version}
 			if p, ok := model[n]; ok {
+				loaderSizeModel(p.Maps)
 				c.prog = p
 			} else if merr != nil {
 				c.modelErr = merr.Error()
@@ -219,6 +221,7 @@ func measure(t *testing.T, cache, profile string, objs *rwObjects) *rwReport {
 				c.modelErr = "verifier.ParseELF did not return this program"
 			}
 			if wp, ok := back[n]; ok {
+				c.Sized = loaderSizeWire(wp.Maps)
 				c.wire = wp
 				c.key = rep.Kernel + " " + kernelKey(wp)
 			} else if kerr != nil {
@@ -238,6 +241,57 @@ func measure(t *testing.T, cache, profile string, objs *rwObjects) *rwReport {
 	rep.ModelSeconds = time.Since(t1).Seconds()
 	rep.count(cases)
 	return rep
+}
+
+// The tools' loaders size some maps at run time, before loading: the object declares
+// max_entries 0 (xdp-bench's per-CPU counters, systemd's verity_devices, ...) or, for stack
+// trace maps, value_size 0 (libbpf-tools set perf_max_stack_depth * 8). The kernel refuses
+// to create such a map (BPF_MAP_CREATE: EINVAL), so the program would never reach the
+// verifier. Both sides get the same sizes, chosen as those loaders' defaults.
+const (
+	loaderMaxEntries = 1024
+	loaderStackValue = 127 * 8 // PERF_MAX_STACK_DEPTH u64s
+	loaderRingbuf    = 256 << 10
+)
+
+// loaderSize returns the sizes a map gets, and what was changed ("" when nothing).
+func loaderSize(name, typ string, value, entries uint32) (uint32, uint32, string) {
+	var what []string
+	if value == 0 && strings.ReplaceAll(strings.ToLower(typ), "_", "") == "stacktrace" {
+		value = loaderStackValue
+		what = append(what, fmt.Sprintf("value_size 0→%d", value))
+	}
+	switch t := strings.ReplaceAll(strings.ToLower(typ), "_", ""); {
+	case entries != 0, t == "perfeventarray": // libbpf itself sizes perf event arrays (nr_cpus)
+	case strings.HasSuffix(t, "ringbuf"):
+		entries = loaderRingbuf // a power-of-2 multiple of the page size
+		what = append(what, fmt.Sprintf("max_entries 0→%d", entries))
+	default:
+		entries = loaderMaxEntries
+		what = append(what, fmt.Sprintf("max_entries 0→%d", entries))
+	}
+	if len(what) == 0 {
+		return value, entries, ""
+	}
+	return value, entries, name + ": " + strings.Join(what, ", ")
+}
+
+func loaderSizeModel(ms []verifier.Map) {
+	for i := range ms {
+		ms[i].ValueSize, ms[i].MaxEntries, _ = loaderSize(ms[i].Name, ms[i].Type, ms[i].ValueSize, ms[i].MaxEntries)
+	}
+}
+
+func loaderSizeWire(ms []wire.VerifyMap) []string {
+	var sized []string
+	for i := range ms {
+		var what string
+		ms[i].ValueSize, ms[i].MaxEntries, what = loaderSize(ms[i].Name, ms[i].Type, ms[i].ValueSize, ms[i].MaxEntries)
+		if what != "" {
+			sized = append(sized, what)
+		}
+	}
+	return sized
 }
 
 // kernelKey identifies what the guest is asked: the bytes sent, so a changed backend or
