@@ -114,6 +114,7 @@ const (
 	CapVerifierMemArgNoCtx      Capability = "verifier-mem-arg-no-ctx"
 	CapVerifierCallFrames16     Capability = "verifier-call-frames-16"
 	CapLogLinfoFileLine         Capability = "log-linfo-file-line"
+	CapVerifierRefsInState      Capability = "verifier-refs-in-state"
 	CapLogStateCompact          Capability = "log-state-compact"
 	CapLogConstVarOff           Capability = "log-const-var-off"
 	CapLogVarOffStackOff        Capability = "log-var-off-stack-off"
@@ -223,6 +224,7 @@ var Capabilities = []CapInfo{
 	bounded(CapVerifierStackRound16, "check_max_stack_depth rounds a JITed frame's stack depth up to 16 bytes (6.1: 32)"),
 	{Cap: CapVerifierPrivStack, After: v(6, 12), Since: v(7, 2), Doc: "tracing programs' frames using 64 bytes or more (rounded) get a private stack: they leave the combined stack depth"},
 	{Cap: CapVerifierGlobalVoidReturn, After: v(6, 12), Since: v(7, 2), Doc: "a global function may return void ('Global function %s() doesn't return scalar' before)"},
+	{Cap: CapVerifierRefsInState, After: v(6, 12), Since: v(7, 2), Doc: "references belong to the verifier state, not a frame: a callback's exit no longer checks them ('Unreleased reference' at the callback's exit before), the main program's exit does"},
 	bounded(CapLogLinfoFileLine, "verbose_linfo appends ' @ file:line' to a source line (6.1 prints an empty line as a bare '; ')"),
 	{Cap: CapVerifierCallFrames16, After: v(6, 12), Since: v(7, 2), Doc: "MAX_CALL_FRAMES is 16 ('the call stack of 17 frames is too deep'; 8 before)"},
 	{Cap: CapVerifierMemArgNoCtx, After: v(6, 12), Since: v(7, 2), Doc: "a ctx pointer passed for a memory argument (check_helper_mem_access) is refused as 'R%d type=ctx expected=fp' (6.12 checks it as a 1-byte ctx read at size-1)"},

@@ -118,7 +118,7 @@ func (c *checker) callbackExit(f *frame) error {
 		c.logf("At callback return the register R0 %s should have been in %s", c.valueDesc(r0), c.rangeDesc(f.cbLo, f.cbHi))
 		return reject("EINVAL")
 	}
-	if len(c.st.refs) > f.cbRefs {
+	if len(c.st.refs) > f.cbRefs && !c.has(btfmodel.CapVerifierRefsInState) {
 		r := c.st.refs[len(c.st.refs)-1]
 		c.logf("Unreleased reference id=%d alloc_insn=%d", r.id, r.insn)
 		return reject("EINVAL")

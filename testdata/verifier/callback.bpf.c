@@ -329,4 +329,74 @@ SEC("fentry/bpf_fentry_test1") int cb_loop_from_subprog(u64 *ctx)
 	return 0;
 }
 
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} cb_rb SEC(".maps");
+
+/* A ring buffer record reserved in the callback and submitted there. */
+static int cb_emit(u32 i, void *c)
+{
+	u64 *r = bpf_ringbuf_reserve(&cb_rb, sizeof(*r), 0);
+	if (!r)
+		return 1;
+	*r = i;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+SEC("fentry/bpf_fentry_test1") int cb_loop_ringbuf(u64 *ctx)
+{
+	bpf_loop(8, cb_emit, 0, 0);
+	return 0;
+}
+
+/* ... and forgotten there: the callback leaks its reference. */
+static int cb_emit_leak(u32 i, void *c)
+{
+	u64 *r = bpf_ringbuf_reserve(&cb_rb, sizeof(*r), 0);
+	if (!r)
+		return 1;
+	*r = i;
+	return 0;
+}
+
+SEC("fentry/bpf_fentry_test1") int cb_loop_ringbuf_leak(u64 *ctx)
+{
+	bpf_loop(8, cb_emit_leak, 0, 0);
+	return 0;
+}
+
+/* A record reserved by the caller and submitted by a static subprogram. */
+static __noinline void cb_submit_in_subprog(u64 *r)
+{
+	bpf_ringbuf_submit(r, 0);
+}
+
+SEC("fentry/bpf_fentry_test1") int cb_subprog_releases(u64 *ctx)
+{
+	u64 *r = bpf_ringbuf_reserve(&cb_rb, sizeof(*r), 0);
+	if (!r)
+		return 0;
+	*r = ctx[0];
+	cb_submit_in_subprog(r);
+	return 0;
+}
+
+/* A record reserved in a static subprogram and returned to the caller, which drops it. */
+static __noinline u64 *cb_reserve_in_subprog(void)
+{
+	return bpf_ringbuf_reserve(&cb_rb, 8, 0);
+}
+
+SEC("fentry/bpf_fentry_test1") int cb_subprog_reserve_leak(u64 *ctx)
+{
+	u64 *r = cb_reserve_in_subprog();
+	if (!r)
+		return 0;
+	*r = 1;
+	return 0;
+}
+
 char _license[] SEC("license") = "GPL";
