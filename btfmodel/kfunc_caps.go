@@ -22,6 +22,11 @@ const (
 	CapVerifierReleaseArgRef Capability = "verifier-release-arg-ref"
 	// CapVerifierKfuncRetTrusted: a struct pointer a kfunc returns is PTR_TRUSTED.
 	CapVerifierKfuncRetTrusted Capability = "verifier-kfunc-ret-trusted"
+	// CapVerifierRCUProtectedCall: a KF_RCU_PROTECTED kfunc outside an RCU read section is
+	// refused at its call ("kernel func %s requires RCU critical section protection");
+	// 6.12 marks the iterator untrusted and refuses its next/destroy ("expected an RCU CS
+	// when using %s", EPROTO).
+	CapVerifierRCUProtectedCall Capability = "verifier-rcu-protected-call"
 	// CapVerifierRCUNesting: bpf_rcu_read_lock regions nest (active_rcu_locks counts).
 	CapVerifierRCUNesting Capability = "verifier-rcu-nesting"
 )
@@ -38,6 +43,9 @@ var kfuncCaps = []kfuncCap{
 		map[Kernel]bool{Kernel61: false, Kernel612: false, Kernel72: true}},
 	{CapInfo{Cap: CapVerifierKfuncRetTrusted, After: v(6, 12), Since: v(7, 2),
 		Doc: "struct pointers returned by kfuncs are PTR_TRUSTED (trusted_ptr_ in the log)"},
+		map[Kernel]bool{Kernel61: false, Kernel612: false, Kernel72: true}},
+	{CapInfo{Cap: CapVerifierRCUProtectedCall, After: v(6, 12), Since: v(7, 2),
+		Doc: "a KF_RCU_PROTECTED kfunc outside an RCU read section is refused at the call (6.12: at the iterator's next, 'expected an RCU CS when using F')"},
 		map[Kernel]bool{Kernel61: false, Kernel612: false, Kernel72: true}},
 	{CapInfo{Cap: CapVerifierRCUNesting, After: v(6, 12), Since: v(7, 2),
 		Doc: "bpf_rcu_read_lock regions nest instead of 'nested rcu read lock'"},

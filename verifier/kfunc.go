@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/cilium/ebpf/btf"
 	"github.com/trampjit/trampjit/btfmodel"
@@ -143,9 +144,8 @@ func (c *checker) kfuncCall(in *insn) error {
 	if err != nil {
 		return err
 	}
-	if d.kf.Has(btfmodel.KFRCUProtected) && !c.inRCUCS() {
-		c.logf("kernel func %s requires RCU critical section protection", d.name)
-		return reject("EACCES")
+	if err := c.rcuProtected(d); err != nil {
+		return err
 	}
 	if err := c.rcuTransition(d, sleepable); err != nil {
 		return err
@@ -272,6 +272,31 @@ func (c *checker) iterNext() error {
 		return err
 	}
 	c.setReg(0, mkScalar(constScalar(0)))
+	return nil
+}
+
+// rcuProtected checks KF_RCU_PROTECTED: 7.2 at the call; 6.12 at the iterator's next and
+// destroy (mark_stack_slots_iter made it PTR_UNTRUSTED outside an RCU read section). The
+// model has no iterator slots: it asks whether the section holds at next/destroy.
+func (c *checker) rcuProtected(d *kfuncDesc) error {
+	if c.inRCUCS() {
+		return nil
+	}
+	if c.has(btfmodel.CapVerifierRCUProtectedCall) {
+		if d.kf.Has(btfmodel.KFRCUProtected) {
+			c.logf("kernel func %s requires RCU critical section protection", d.name)
+			return reject("EACCES")
+		}
+		return nil
+	}
+	if !d.kf.Has(btfmodel.KFIterNext) && !d.kf.Has(btfmodel.KFIterDestroy) {
+		return nil
+	}
+	base := strings.TrimSuffix(strings.TrimSuffix(d.name, "_next"), "_destroy")
+	if nk, ok := btfmodel.LookupKfunc(c.env.Kernel, base+"_new"); ok && nk.Has(btfmodel.KFRCUProtected) {
+		c.logf("expected an RCU CS when using %s", d.name)
+		return reject("EPROTO")
+	}
 	return nil
 }
 

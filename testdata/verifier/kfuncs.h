@@ -53,3 +53,17 @@ struct bpf_iter_num { u64 __opaque[1]; } __attribute__((aligned(8)));
 extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
 extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
 extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
+
+/* kfuncs of one profile only (kfunc_tables.bpf.c) */
+struct kmem_cache___k { unsigned int size; } CORE;
+struct bpf_iter_task { u64 __opaque[3]; } __attribute__((aligned(8)));
+extern int bpf_strlen(const char *s__ign) __ksym;
+extern int bpf_strcmp(const char *s1__ign, const char *s2__ign) __ksym;
+extern int bpf_send_signal_task(struct task_struct *task, int sig, int type, u64 value) __ksym;
+extern struct task_struct *bpf_task_from_vpid(s32 vpid) __ksym;
+extern int bpf_copy_from_user_str(void *dst, u32 dst__sz, const void *unsafe_ptr__ign, u64 flags) __ksym;
+extern void cgroup_rstat_updated(struct cgroup *cgrp, int cpu) __ksym;
+extern struct kmem_cache___k *bpf_get_kmem_cache(u64 addr) __ksym;
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task__nullable, unsigned int flags) __ksym;
+extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
+extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
