@@ -156,8 +156,11 @@ var availableUnmodelled = map[int32]bool{
 	111: true, 121: true, // bpf_skb_output, bpf_xdp_output
 	136: true, 137: true, 138: true, 139: true, 140: true, 178: true, 196: true, // bpf_skc_to_*
 	153: true, 154: true, // bpf_per_cpu_ptr, bpf_this_cpu_ptr: percpu ksyms
-	162: true,                                  // bpf_sock_from_file
-	164: true, 181: true, 180: true, 209: true, // callbacks: for_each_map_elem, loop, find_vma, user_ringbuf_drain
+	162: true, // bpf_sock_from_file
+	// Callbacks: for_each_map_elem and loop go to callback.go. bpf_find_vma (180) would take
+	// the same path there: ARG_PTR_TO_BTF_ID task, ARG_ANYTHING addr, ARG_PTR_TO_FUNC
+	// callback(task, vma, ctx) returning [0, 1], ARG_PTR_TO_STACK_OR_NULL ctx, flags.
+	164: true, 181: true, 180: true, 209: true,
 	169: true, 170: true, 171: true, 172: true, // bpf_timer_*
 	176: true, 177: true, 182: true, 194: true, // get_branch_snapshot, trace_vprintk, strncmp, kptr_xchg
 	197: true, 198: true, 199: true, 200: true, 201: true, 202: true, 203: true, // dynptrs

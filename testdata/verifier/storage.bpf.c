@@ -228,4 +228,31 @@ SEC("lsm/file_open") int st_task_and_inode(u64 *ctx)
 	return 0;
 }
 
+SEC("fentry/bpf_fentry_test1") int st_task_delete_null(u64 *ctx)
+{
+	st_sink = bpf_task_storage_delete(&task_st, 0);
+	return 0;
+}
+SEC("lsm/file_open") int st_inode_null_owner(u64 *ctx)
+{
+	struct st_val *v = bpf_inode_storage_get(&inode_st, 0, 0, 0);
+	if (v)
+		st_sink = v->count;
+	return 0;
+}
+SEC("fentry/tcp_v4_connect") int st_sk_null_owner(u64 *ctx)
+{
+	struct st_val *v = bpf_sk_storage_get(&sk_st, 0, 0, 0);
+	if (v)
+		st_sink = v->count;
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int st_task_value_write_past(u64 *ctx)
+{
+	struct st_val *v = bpf_task_storage_get(&task_st, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (v)
+		((u32 *)v)[4] = 1;
+	return 0;
+}
+
 char _license[] SEC("license") = "GPL";
