@@ -133,4 +133,37 @@ SEC("tp_btf/kfree_skb") int core_drop_reason(u64 *ctx)
 		core_sink++;
 	return 0;
 }
+/* BPF_CORE_READ(sk, sk_socket, file, f_inode, i_ino): one probe read per link */
+SEC("fentry/tcp_v4_connect") int core_read_chain4(u64 *ctx)
+{
+	struct sock *sk = (void *)ctx[0];
+	struct socket *so = 0;
+	struct file *f = 0;
+	struct inode *ino = 0;
+	unsigned long n = 0;
+	core_read(&so, sizeof(so), &sk->sk_socket);
+	core_read(&f, sizeof(f), &so->file);
+	core_read(&ino, sizeof(ino), &f->f_inode);
+	core_read(&n, sizeof(n), &ino->i_ino);
+	core_sink = n;
+	return 0;
+}
+/* bpf_core_type_id_kernel: the kernel's BTF id of a type, a constant */
+SEC("fentry/bpf_fentry_test1") int core_type_id_kernel(u64 *ctx)
+{
+	core_sink = __builtin_btf_type_id(*(typeof(struct task_struct) *)0, 1);
+	return 0;
+}
+/* bpf_core_field_size as a read length (the field's size may differ between kernels) */
+SEC("fentry/tcp_v4_connect") int core_field_size_guarded_read(u64 *ctx)
+{
+	struct sock *sk = (void *)ctx[0];
+	u64 v = 0;
+	unsigned int sz = field_size(sk->sk_mark);
+	if (sz <= sizeof(v))
+		core_read(&v, sz, &sk->sk_mark);
+	core_sink = v;
+	return 0;
+}
+
 char _license[] SEC("license") = "GPL";
