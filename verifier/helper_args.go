@@ -198,18 +198,19 @@ func (c *checker) constMapKey(r *reg, keySize int) (uint64, bool) {
 	if off < -stackSize || off+keySize > 0 {
 		return 0, false
 	}
+	f := c.st.frameAt(min(int(r.frameno), c.st.curframe())) // the frame the key is in
 	top := off - (((off % regSize) + regSize) % regSize) + regSize // the slot's upper end
 	zero, spill := 0, 0
-	for b := off; b < top && c.st.stack[slotIndex(b)] == stackZero; b++ {
+	for b := off; b < top && f.stack[slotIndex(b)] == stackZero; b++ {
 		zero++
 	}
 	if zero >= keySize {
 		return 0, true
 	}
-	for b := off; b < top && c.st.stack[slotIndex(b)] == stackSpill; b++ {
+	for b := off; b < top && f.stack[slotIndex(b)] == stackSpill; b++ {
 		spill++
 	}
-	sp := c.st.spill[slotIndex(off)/regSize]
+	sp := f.spill[slotIndex(off)/regSize]
 	if spill != keySize || sp.typ != scalarValue || !sp.v.isConst() {
 		return 0, false
 	}
