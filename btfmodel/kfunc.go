@@ -248,6 +248,7 @@ var kfuncs72 = append(append([]Kfunc{}, kfuncs612...), []Kfunc{
 	// fs/bpf_fs_kfuncs.c
 	{Name: "bpf_set_dentry_xattr", Flags: KFSleepable | KFTrustedArgs, LSMOnly: true},
 	{Name: "bpf_remove_dentry_xattr", Flags: KFSleepable | KFTrustedArgs, LSMOnly: true},
+	{Name: "bpf_real_data_inode", Flags: KFSleepable | KFTrustedArgs | KFRetNull, LSMOnly: true},
 	{Name: "bpf_dynptr_from_file", Flags: KFTrustedArgs},
 	{Name: "bpf_dynptr_file_discard"},
 }...)

@@ -92,4 +92,36 @@ SEC("fentry/bpf_fentry_test1") int kt_iter_task_fentry(u64 *ctx)
 	return 0;
 }
 
+SEC("lsm/file_open") int kt_real_data_inode(u64 *ctx)
+{
+	struct inode *i = bpf_real_data_inode((struct file *)ctx[0]);
+	if (i)
+		sink = i->i_ino;
+	return 0;
+}
+SEC("lsm.s/file_open") int kt_real_data_inode_no_check(u64 *ctx)
+{
+	struct inode *i = bpf_real_data_inode((struct file *)ctx[0]);
+	sink = i->i_ino;
+	return 0;
+}
+SEC("lsm.s/file_open") int kt_real_data_inode_sleepable(u64 *ctx)
+{
+	struct inode *i = bpf_real_data_inode((struct file *)ctx[0]);
+	if (i)
+		sink = i->i_ino;
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int kt_real_data_inode_fentry(u64 *ctx)
+{
+	struct inode *i = bpf_real_data_inode((struct file *)ctx[0]);
+	return i ? 1 : 0;
+}
+SEC("lsm.s/file_open") int kt_real_data_inode_untrusted(u64 *ctx)
+{
+	struct file *f = (struct file *)ctx[0];
+	struct inode *i = bpf_real_data_inode(f->f_path.dentry->d_inode ? (struct file *)f->f_inode : f);
+	return i ? -1 : 0;
+}
+
 char _license[] SEC("license") = "GPL";

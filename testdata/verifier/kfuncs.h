@@ -67,3 +67,4 @@ extern struct kmem_cache___k *bpf_get_kmem_cache(u64 addr) __ksym;
 extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task__nullable, unsigned int flags) __ksym;
 extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
 extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
+extern struct inode *bpf_real_data_inode(struct file *file) __ksym;
