@@ -33,7 +33,7 @@ var (
 	realWorld         = flag.Bool("realworld", false, "run TestRealWorld: fetch Debian's BPF objects, boot each profile's kernel, compare with the model")
 	realWorldProfiles = flag.String("realworld.profiles", strings.Join(truthProfiles, ","), "with -realworld: the profiles, comma-separated")
 	realWorldOut      = flag.String("realworld.out", "/tmp/realworld/{profile}.json", "with -realworld: the JSON report of each profile ({profile} is replaced); a .md table is written beside it")
-	realWorldPackages = flag.String("realworld.packages", "", "with -realworld: the Debian packages, comma-separated, each optionally pinned as name=version (default: internal/realworld.Packages, newest versions)")
+	realWorldPackages = flag.String("realworld.packages", "", "with -realworld: the Debian packages, comma-separated, each optionally pinned as name=version or name@N (the N-th newest); \"heldout\" is internal/realworld.HeldOut (default: internal/realworld.Packages, newest versions)")
 	realWorldCommit   = flag.String("realworld.commit", "", "with -realworld: the commit measured, for the report (default: git rev-parse HEAD)")
 	realWorldReuse    = flag.Bool("realworld.reuse", true, "with -realworld: reuse the kernel's cached answers for programs it has judged before (same profile, same bytes sent to the guest)")
 )
@@ -78,7 +78,11 @@ func TestRealWorld(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pkgs []string
-	if *realWorldPackages != "" {
+	switch *realWorldPackages {
+	case "":
+	case "heldout":
+		pkgs = realworld.HeldOut
+	default:
 		pkgs = strings.Split(*realWorldPackages, ",")
 	}
 	fetched := map[string]*rwObjects{}

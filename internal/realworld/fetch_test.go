@@ -92,3 +92,27 @@ func TestReadManifestRefusesEscapes(t *testing.T) {
 		t.Error("readManifest accepted ../../etc/passwd")
 	}
 }
+
+func TestPickVersion(t *testing.T) {
+	st := []map[string]string{
+		{"Version": "0.26.0+ds-1", "Architecture": "amd64"},
+		{"Version": "0.37.0+ds-8", "Architecture": "amd64"},
+		{"Version": "0.37.0+ds-8", "Architecture": "arm64"},
+		{"Version": "0.31.0+ds-7", "Architecture": "amd64"},
+		{"Version": "0.40.0-1", "Architecture": "arm64"},
+		{"Version": "0.31.0+ds-7", "Architecture": "amd64"}, // the same version from two suites
+	}
+	for _, c := range []struct {
+		pin  string
+		rank int
+		want string
+	}{{"", 1, "0.37.0+ds-8"}, {"", 2, "0.31.0+ds-7"}, {"", 3, "0.26.0+ds-1"}, {"0.26.0+ds-1", 1, "0.26.0+ds-1"}} {
+		v, a, err := pickVersion(st, "amd64", c.pin, c.rank)
+		if err != nil || v != c.want || a != "amd64" {
+			t.Errorf("pickVersion(%q, %d) = %s %s %v, want %s", c.pin, c.rank, v, a, err, c.want)
+		}
+	}
+	if v, _, err := pickVersion(st, "amd64", "", 4); err == nil {
+		t.Errorf("rank 4 of 3 versions: %s", v)
+	}
+}
