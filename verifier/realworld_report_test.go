@@ -38,6 +38,16 @@ type rwReport struct {
 	Disagree     []*rwCase           `json:"disagreements"`
 	ModelSeconds float64             `json:"model_seconds"`
 	Stages       map[string]int      `json:"kernel_stages,omitempty"` // rejections by the backend step that failed
+	ByPackage    map[string]*rwCount `json:"by_package"`
+}
+
+// rwCount is one package's share of the figures.
+type rwCount struct {
+	Programs int `json:"programs"`
+	Compared int `json:"compared"`
+	Rejected int `json:"kernel_rejected"`
+	Verdicts int `json:"verdicts_agree"`
+	Messages int `json:"messages_agree"`
 }
 
 // rwKind groups disagreements whose kernel and model answers are the same modulo numbers.
@@ -51,7 +61,26 @@ type rwKind struct {
 func (r *rwReport) count(cases []*rwCase) {
 	kinds := map[[2]string]*rwKind{}
 	r.Stages = map[string]int{}
+	r.ByPackage = map[string]*rwCount{}
 	for _, c := range cases {
+		pc := r.ByPackage[c.Package+" "+c.Version]
+		if pc == nil {
+			pc = &rwCount{}
+			r.ByPackage[c.Package+" "+c.Version] = pc
+		}
+		pc.Programs++
+		if c.compared() {
+			pc.Compared++
+			if !c.Kernel.Accepted {
+				pc.Rejected++
+			}
+			if c.Kernel.Accepted == c.Model.Accepted {
+				pc.Verdicts++
+			}
+			if !c.Kernel.Accepted && c.Diff == "" {
+				pc.Messages++
+			}
+		}
 		if strings.HasPrefix(c.Model.Error, "model: ") {
 			r.NotModel++
 		}
@@ -146,6 +175,16 @@ func (r *rwReport) markdown() string {
 	b.WriteString("| package | version | files | objects | note |\n|---|---|---|---|---|\n")
 	for _, p := range r.Packages {
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s |\n", p.Package, p.Version, p.Files, p.Objects, cell(p.Error))
+	}
+	b.WriteString("\n| package (in-scope programs) | programs | judged | kernel rejected | verdicts agree | messages agree |\n|---|---|---|---|---|---|\n")
+	var pk []string
+	for k := range r.ByPackage {
+		pk = append(pk, k)
+	}
+	sort.Strings(pk)
+	for _, k := range pk {
+		c := r.ByPackage[k]
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d/%d |\n", k, c.Programs, c.Compared, c.Rejected, c.Verdicts, c.Messages, c.Rejected)
 	}
 	if len(r.NotJudged) > 0 {
 		fmt.Fprintf(&b, "\n## Not judged by the kernel (%d)\n\n| program | object | package | why |\n|---|---|---|---|\n", len(r.NotJudged))
