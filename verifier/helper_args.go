@@ -198,7 +198,7 @@ func (c *checker) constMapKey(r *reg, keySize int) (uint64, bool) {
 	if off < -stackSize || off+keySize > 0 {
 		return 0, false
 	}
-	f := c.st.frameAt(min(int(r.frameno), c.st.curframe())) // the frame the key is in
+	f := c.st.frameAt(min(int(r.frameno), c.st.curframe()))        // the frame the key is in
 	top := off - (((off % regSize) + regSize) % regSize) + regSize // the slot's upper end
 	zero, spill := 0, 0
 	for b := off; b < top && f.stack[slotIndex(b)] == stackZero; b++ {

@@ -43,6 +43,7 @@ const (
 	retTaskBTF
 	retRingbufMemOrNull // RET_PTR_TO_RINGBUF_MEM_OR_NULL, acquired
 	retBTFID            // RET_PTR_TO_BTF_ID of proto.retBTF
+	retBTFIDOrNull      // RET_PTR_TO_BTF_ID_OR_NULL of proto.retBTF (the socket casts)
 )
 
 type helperProto struct {
@@ -92,6 +93,14 @@ var helperProtos = map[int32]helperProto{
 	37:  {args: []argKind{argConstMap, argAnything}, maps: []string{"cgroup_array"}},
 	42:  {},
 	45:  {args: fdSize, gplOnly: true},
+	46:  {args: []argKind{argSockCommon}}, // bpf_get_socket_ptr_cookie_proto
+	136: skcTo("tcp6_sock"),
+	137: skcTo("tcp_sock"),
+	138: skcTo("tcp_timewait_sock"),
+	139: skcTo("tcp_request_sock"),
+	140: skcTo("udp6_sock"),
+	162: {args: []argKind{argBTFID}, btfID: "file", ret: retBTFIDOrNull, retBTF: "socket"},
+	178: skcTo("unix_sock"),
 	55:  {args: []argKind{argConstMap, argAnything, argUninitMem, argConstSize}, gplOnly: true, maps: perfEvArray},
 	67:  {args: []argKind{argCtx, argUninitMem, argConstSizeOrZero, argAnything}, gplOnly: true},
 	80:  {},
@@ -140,6 +149,11 @@ var helperProtos = map[int32]helperProto{
 	211: {args: storageDel, btfID: "cgroup", maps: []string{"cgrp_storage"}},
 }
 
+// skcTo is a bpf_skc_to_* cast: any socket pointer in, the struct or NULL out.
+func skcTo(name string) helperProto {
+	return helperProto{args: []argKind{argSockCommon}, ret: retBTFIDOrNull, retBTF: name}
+}
+
 // lsmProtos replace a tracing prototype for LSM programs (bpf_lsm_func_proto): the socket
 // storage helpers take any socket pointer there, and no allowed() check applies.
 var lsmProtos = map[int32]helperProto{
@@ -152,11 +166,9 @@ var lsmProtos = map[int32]helperProto{
 // what tracing tools call; KNOWN_GAPS.md lists them.
 var availableUnmodelled = map[int32]bool{
 	12:  true,            // bpf_tail_call: prog_array maps
-	46:  true,            // bpf_get_socket_cookie (tracing: socket pointers)
 	111: true, 121: true, // bpf_skb_output, bpf_xdp_output
-	136: true, 137: true, 138: true, 139: true, 140: true, 178: true, 196: true, // bpf_skc_to_*
+	196: true,            // bpf_skc_to_mptcp_sock
 	153: true, 154: true, // bpf_per_cpu_ptr, bpf_this_cpu_ptr: percpu ksyms
-	162: true, // bpf_sock_from_file
 	// Callbacks: for_each_map_elem and loop go to callback.go. bpf_find_vma (180) would take
 	// the same path there: ARG_PTR_TO_BTF_ID task, ARG_ANYTHING addr, ARG_PTR_TO_FUNC
 	// callback(task, vma, ctx) returning [0, 1], ARG_PTR_TO_STACK_OR_NULL ctx, flags.

@@ -180,10 +180,14 @@ func (c *checker) call(in *insn) error {
 			r.flags = flagTrusted
 		}
 		c.setReg(0, r)
-	case retBTFID:
+	case retBTFID, retBTFIDOrNull:
 		var s *btf.Struct
 		_ = c.env.BTF.TypeByName(proto.retBTF, &s)
-		c.setReg(0, reg{typ: ptrToBTFID, btfType: s, v: constScalar(0), path: name + "()"})
+		r := reg{typ: ptrToBTFID, btfType: s, v: constScalar(0), path: name + "()"}
+		if proto.ret == retBTFIDOrNull {
+			r.flags, r.id = flagMaybeNull, c.newID()
+		}
+		c.setReg(0, r)
 	case retRingbufMemOrNull:
 		// The maybe-NULL id first, then the reference's (acquire_reference_state), which
 		// becomes the register's id as well.

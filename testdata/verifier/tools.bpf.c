@@ -521,4 +521,40 @@ SEC("fentry/bpf_fentry_test1") int tl_ringbuf_output_var(u64 *ctx)
 	return 0;
 }
 
+struct tcp_sock { u32 srtt_us; } CORE;
+static u64 (*bpf_get_socket_cookie)(void *sk) = (void *)46;
+static struct tcp_sock *(*bpf_skc_to_tcp_sock)(void *sk) = (void *)137;
+static struct socket *(*bpf_sock_from_file)(struct file *file) = (void *)162;
+
+SEC("fentry/tcp_v4_connect") int tl_socket_cookie(u64 *ctx)
+{
+	tl_sink = bpf_get_socket_cookie((void *)ctx[0]);
+	return 0;
+}
+SEC("fentry/tcp_v4_connect") int tl_socket_cookie_scalar(u64 *ctx)
+{
+	tl_sink = bpf_get_socket_cookie((void *)ctx[2]);
+	return 0;
+}
+SEC("fentry/tcp_v4_connect") int tl_skc_to_tcp_sock(u64 *ctx)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)ctx[0]);
+	if (tp)
+		tl_sink = tp->srtt_us;
+	return 0;
+}
+SEC("fentry/tcp_v4_connect") int tl_skc_to_tcp_sock_unchecked(u64 *ctx)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)ctx[0]);
+	tl_sink = tp->srtt_us;
+	return 0;
+}
+SEC("lsm/file_open") int tl_sock_from_file(u64 *ctx)
+{
+	struct socket *s = bpf_sock_from_file((struct file *)ctx[0]);
+	if (s)
+		tl_sink = s->type;
+	return 0;
+}
+
 char _license[] SEC("license") = "GPL";
