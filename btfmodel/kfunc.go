@@ -63,6 +63,35 @@ var kfuncs61 = []Kfunc{
 	{Name: "bpf_verify_pkcs7_signature", Flags: KFSleepable},
 }
 
+// testKfuncs61 is 6.1's net/bpf/test_run.c test_sk_check_kfunc_ids, registered for tracing
+// as well (later kernels moved them to the bpf_testmod module).
+var testKfuncs61 = []Kfunc{
+	{Name: "bpf_kfunc_call_test1"},
+	{Name: "bpf_kfunc_call_test2"},
+	{Name: "bpf_kfunc_call_test3"},
+	{Name: "bpf_kfunc_call_test_acquire", Flags: acqNull},
+	{Name: "bpf_kfunc_call_memb_acquire", Flags: acqNull},
+	{Name: "bpf_kfunc_call_test_release", Flags: KFRelease},
+	{Name: "bpf_kfunc_call_memb_release", Flags: KFRelease},
+	{Name: "bpf_kfunc_call_memb1_release", Flags: KFRelease},
+	{Name: "bpf_kfunc_call_test_kptr_get", Flags: acqNull},
+	{Name: "bpf_kfunc_call_int_mem_release", Flags: KFRelease},
+	{Name: "bpf_kfunc_call_test_get_rdwr_mem", Flags: KFRetNull},
+	{Name: "bpf_kfunc_call_test_get_rdonly_mem", Flags: KFRetNull},
+	{Name: "bpf_kfunc_call_test_acq_rdonly_mem", Flags: acqNull},
+	{Name: "bpf_kfunc_call_test_pass_ctx"},
+	{Name: "bpf_kfunc_call_test_pass1"},
+	{Name: "bpf_kfunc_call_test_pass2"},
+	{Name: "bpf_kfunc_call_test_fail1"},
+	{Name: "bpf_kfunc_call_test_fail2"},
+	{Name: "bpf_kfunc_call_test_fail3"},
+	{Name: "bpf_kfunc_call_test_mem_len_pass1"},
+	{Name: "bpf_kfunc_call_test_mem_len_fail1"},
+	{Name: "bpf_kfunc_call_test_mem_len_fail2"},
+	{Name: "bpf_kfunc_call_test_ref", Flags: KFTrustedArgs},
+	{Name: "bpf_kfunc_call_test_destructive", Flags: KFDestructive},
+}
+
 // kfuncs612 is Debian 6.12.117: generic and common kfuncs (kernel/bpf/helpers.c), cpumasks,
 // keys, the LSM-only file kfuncs (fs/bpf_fs_kfuncs.c, bpf_path_d_path without KF_SLEEPABLE
 // in this build) and the skb dynptr (net/core/filter.c registers it for tracing too).
@@ -254,7 +283,7 @@ var kfuncs72 = append(append([]Kfunc{}, kfuncs612...), []Kfunc{
 }...)
 
 var kfuncTables = map[Kernel]map[string]Kfunc{
-	Kernel61:  kfuncIndex(kfuncs61),
+	Kernel61:  kfuncIndex(append(append([]Kfunc{}, kfuncs61...), testKfuncs61...)),
 	Kernel612: kfuncIndex(kfuncs612),
 	Kernel72:  kfuncIndex(kfuncs72),
 }

@@ -124,4 +124,9 @@ SEC("lsm.s/file_open") int kt_real_data_inode_untrusted(u64 *ctx)
 	return i ? -1 : 0;
 }
 
+SEC("fentry/tcp_v4_connect") int kt_test_kfunc(u64 *ctx)
+{
+	return bpf_kfunc_call_test1((struct sock *)ctx[0], 1, 2, 3, 4) ? 0 : 0;
+}
+
 char _license[] SEC("license") = "GPL";

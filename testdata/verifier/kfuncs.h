@@ -68,3 +68,4 @@ extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task_
 extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
 extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
 extern struct inode *bpf_real_data_inode(struct file *file) __ksym;
+extern u64 bpf_kfunc_call_test1(struct sock *sk, u32 a, u64 b, u32 c, u64 d) __ksym;
