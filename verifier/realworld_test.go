@@ -200,7 +200,7 @@ func measure(t *testing.T, cache, profile string, objs *rwObjects) *rwReport {
 			model[p.Name] = p
 		}
 		back := map[string]*wire.VerifyProgram{}
-		wps, _, kerr := kernel.ProgramsFromELFSkipped(o.Path, kernel.ELFOptions{KernelBTF: env.BTF})
+		wps, _, kerr := kernel.ProgramsFromELFSkipped(o.Path, kernel.ELFOptions{KernelBTF: env.BTF, Profile: profile})
 		for i := range wps {
 			back[wps[i].Name] = &wps[i]
 		}
