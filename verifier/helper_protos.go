@@ -100,7 +100,10 @@ var helperProtos = map[int32]helperProto{
 	139: skcTo("tcp_request_sock"),
 	140: skcTo("udp6_sock"),
 	162: {args: []argKind{argBTFID}, btfID: "file", ret: retBTFIDOrNull, retBTF: "socket"},
+	176: {args: fdSize, gplOnly: true}, // bpf_get_branch_snapshot
+	177: {args: []argKind{argMem, argConstSize, argMemOrNull, argConstSizeOrZero}, gplOnly: true},
 	178: skcTo("unix_sock"),
+	182: {args: []argKind{argMem, argConstSize, argConstStr}}, // bpf_strncmp
 	55:  {args: []argKind{argConstMap, argAnything, argUninitMem, argConstSize}, gplOnly: true, maps: perfEvArray},
 	67:  {args: []argKind{argCtx, argUninitMem, argConstSizeOrZero, argAnything}, gplOnly: true},
 	80:  {},
@@ -174,7 +177,7 @@ var availableUnmodelled = map[int32]bool{
 	// callback(task, vma, ctx) returning [0, 1], ARG_PTR_TO_STACK_OR_NULL ctx, flags.
 	164: true, 181: true, 180: true, 209: true,
 	169: true, 170: true, 171: true, 172: true, // bpf_timer_*
-	176: true, 177: true, 182: true, 194: true, // get_branch_snapshot, trace_vprintk, strncmp, kptr_xchg
+	194: true,                                                                   // bpf_kptr_xchg
 	197: true, 198: true, 199: true, 200: true, 201: true, 202: true, 203: true, // dynptrs
 }
 

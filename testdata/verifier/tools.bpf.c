@@ -557,4 +557,45 @@ SEC("lsm/file_open") int tl_sock_from_file(u64 *ctx)
 	return 0;
 }
 
+static long (*bpf_trace_vprintk)(const char *fmt, u32 fmt_size, const void *data, u32 data_len) = (void *)177;
+static long (*bpf_strncmp)(const char *s1, u32 s1_sz, const char *s2) = (void *)182;
+static long (*bpf_get_branch_snapshot)(void *entries, u32 size, u64 flags) = (void *)176;
+const char tl_vfmt[] = "%d %d %d %d";
+const char tl_bash[] = "bash";
+
+SEC("fentry/bpf_fentry_test1") int tl_vprintk(u64 *ctx)
+{
+	u64 args[4] = { 1, 2, 3, ctx[0] };
+	bpf_trace_vprintk(tl_vfmt, sizeof(tl_vfmt), args, sizeof(args));
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int tl_vprintk_args_past(u64 *ctx)
+{
+	u64 args[2] = { 1, ctx[0] };
+	bpf_trace_vprintk(tl_vfmt, sizeof(tl_vfmt), args, 32);
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int tl_strncmp_comm(u64 *ctx)
+{
+	char comm[16];
+	bpf_get_current_comm(comm, sizeof(comm));
+	tl_sink = bpf_strncmp(comm, sizeof(comm), tl_bash) == 0;
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int tl_strncmp_stack_str(u64 *ctx)
+{
+	char comm[16];
+	char want[8] = "bash";
+	bpf_get_current_comm(comm, sizeof(comm));
+	tl_sink = bpf_strncmp(comm, sizeof(comm), want) == 0;
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int tl_branch_snapshot(u64 *ctx)
+{
+	u64 entries[6];
+	long n = bpf_get_branch_snapshot(entries, sizeof(entries), 0);
+	tl_sink = n;
+	return 0;
+}
+
 char _license[] SEC("license") = "GPL";
