@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/cilium/ebpf/asm"
 )
@@ -31,6 +32,7 @@ var (
 	reCond      = regexp.MustCompile(`^if\s+` + reReg + `\s*(==|!=|>|>=|<|<=|s>|s>=|s<|s<=|&)\s*(\S+)\s+goto\s+(\S+)$`)
 	reGoto      = regexp.MustCompile(`^goto\s+(\S+)$`)
 	reCall      = regexp.MustCompile(`^call\s+([A-Za-z0-9_]+)(#\d+)?$`)
+	reCallPC    = regexp.MustCompile(`^call\s+pc([+-]\d+)$`)
 	reRaw       = regexp.MustCompile(`^(?:[0-9a-fA-F]{2}\s?){8}$`)
 	reLabel     = regexp.MustCompile(`^([A-Za-z_.][A-Za-z0-9_.]*):$`)
 )
@@ -46,7 +48,8 @@ var sizeByBits = map[string]asm.Size{"8": asm.Byte, "16": asm.Half, "32": asm.Wo
 // textInsn is a parsed line whose jump target may still be a label.
 type textInsn struct {
 	ins   asm.Instruction
-	label string // jump target label, resolved after all lines are read
+	label string // jump or call target label, resolved after all lines are read
+	call  bool   // a bpf-to-bpf call: the target goes into imm, not off
 }
 
 // ParseInstructions parses the text syntax into instructions; maps name the program's maps
@@ -82,9 +85,16 @@ func ParseInstructions(lines []string, maps []Map) (asm.Instructions, error) {
 		if ti.label != "" {
 			tgt, ok := labels[ti.label]
 			if !ok {
+				if ti.call {
+					return nil, fmt.Errorf("call %s: no such helper, and no label %q", ti.label, ti.label)
+				}
 				return nil, fmt.Errorf("jump to unknown label %q", ti.label)
 			}
-			ti.ins.Offset = int16(tgt - raw - 1)
+			if ti.call {
+				ti.ins.Constant = int64(tgt - raw - 1)
+			} else {
+				ti.ins.Offset = int16(tgt - raw - 1)
+			}
 		}
 		insns = append(insns, ti.ins)
 		raw += int(ti.ins.Size() / asm.InstructionSize)
@@ -144,9 +154,24 @@ func parseLine(line string, maps []Map) (textInsn, error) {
 	if line == "exit" {
 		return textInsn{ins: asm.Return()}, nil
 	}
+	// A bpf-to-bpf call (BPF_PSEUDO_CALL) as the kernel log prints it, "call pc+N", or to a
+	// label; imm counts raw instructions from the next one, as a jump's off does.
+	pseudoCallInsn := asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoCall}
+	if m := reCallPC.FindStringSubmatch(line); m != nil {
+		v, err := strconv.ParseInt(m[1], 10, 32)
+		if err != nil {
+			return textInsn{}, fmt.Errorf("call offset %s: %w", m[1], err)
+		}
+		pseudoCallInsn.Constant = v
+		return textInsn{ins: pseudoCallInsn}, nil
+	}
 	if m := reCall.FindStringSubmatch(line); m != nil {
 		id, err := helperID(m[1], m[2])
 		if err != nil {
+			if m[2] == "" && !unicode.IsDigit(rune(m[1][0])) {
+				// Not a helper: a subprogram's label (an unknown one is refused after parsing).
+				return textInsn{ins: pseudoCallInsn, label: m[1], call: true}, nil
+			}
 			return textInsn{}, err
 		}
 		return textInsn{ins: asm.BuiltinFunc(id).Call()}, nil

@@ -60,6 +60,7 @@
 //	if r1 > 0x10 goto pc+3     if w1 s< w2 goto label   (== != > >= < <= s> s>= s< s<= &)
 //	goto pc-4                  goto label               label:
 //	call bpf_map_lookup_elem   call map_lookup_elem     call bpf_ktime_get_ns#5   call 5
+//	call pc+3                  call label               (bpf-to-bpf: a subprogram)
 //	exit
 //	79 12 08 00 00 00 00 00    (raw: 8 bytes as in memory, little-endian fields)
 //

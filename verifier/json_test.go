@@ -145,3 +145,31 @@ func TestParseJSONErrors(t *testing.T) {
 		}
 	}
 }
+
+// A bpf-to-bpf call written as the kernel log prints it ("call pc+N") or to a label encodes as
+// the raw instruction the kernel reads: BPF_JMP|BPF_CALL, src_reg BPF_PSEUDO_CALL, imm the
+// distance in raw instructions from the next one.
+func TestParseSubprogCall(t *testing.T) {
+	raw, err := ParseInstructions([]string{"85 10 00 00 04 00 00 00"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, form := range [][]string{
+		{"call pc+4", "r0 = 0", "exit", "r2 = 0x100000000 ll", "r0 = 0", "exit"},
+		{"call sub", "r0 = 0", "exit", "r2 = 0x100000000 ll", "sub:", "r0 = 0", "exit"},
+	} {
+		insns, err := ParseInstructions(form, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", form[0], err)
+		}
+		if insns[0].OpCode != raw[0].OpCode || insns[0].Src != raw[0].Src || insns[0].Constant != raw[0].Constant || insns[0].Offset != 0 {
+			t.Errorf("%q: got %v (src %d, imm %d), want %v (src %d, imm %d)", form[0], insns[0], insns[0].Src, insns[0].Constant, raw[0], raw[0].Src, raw[0].Constant)
+		}
+	}
+	if _, err := ParseInstructions([]string{"call nowhere", "exit"}, nil); err == nil || !strings.Contains(err.Error(), "nowhere") {
+		t.Errorf("call to an unknown label: %v, want an error naming it", err)
+	}
+	if _, err := ParseInstructions([]string{"call pc+99999999999", "exit"}, nil); err == nil {
+		t.Error("call pc+99999999999 parsed, want an error")
+	}
+}
