@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -127,6 +128,10 @@ func (c *checker) kfuncCall(in *insn) error {
 	d := c.kfuncs[c.idx]
 	if d == nil {
 		return nil // imm 0: skipped, as check_kfunc_call does
+	}
+	// The log names the kfunc as the kernel's disassembler does: "call bpf_task_acquire#ID".
+	if i := strings.LastIndex(c.cur, ") call "); i >= 0 {
+		c.cur = c.cur[:i] + fmt.Sprintf(") call %s#%d", d.name, d.btfID)
 	}
 	if !d.allowed {
 		c.logf("calling kernel function %s is not allowed", d.name)
