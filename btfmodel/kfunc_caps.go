@@ -27,6 +27,9 @@ const (
 	// 6.12 marks the iterator untrusted and refuses its next/destroy ("expected an RCU CS
 	// when using %s", EPROTO).
 	CapVerifierRCUProtectedCall Capability = "verifier-rcu-protected-call"
+	// CapVerifierRdonlyCastVoid: bpf_rdonly_cast also casts to void (read-only untrusted
+	// memory); its refusal says "must be of a struct or void".
+	CapVerifierRdonlyCastVoid Capability = "verifier-rdonly-cast-void"
 	// CapVerifierRCUNesting: bpf_rcu_read_lock regions nest (active_rcu_locks counts).
 	CapVerifierRCUNesting Capability = "verifier-rcu-nesting"
 )
@@ -46,6 +49,9 @@ var kfuncCaps = []kfuncCap{
 		map[Kernel]bool{Kernel61: false, Kernel612: false, Kernel72: true}},
 	{CapInfo{Cap: CapVerifierRCUProtectedCall, After: v(6, 12), Since: v(7, 2),
 		Doc: "a KF_RCU_PROTECTED kfunc outside an RCU read section is refused at the call (6.12: at the iterator's next, 'expected an RCU CS when using F')"},
+		map[Kernel]bool{Kernel61: false, Kernel612: false, Kernel72: true}},
+	{CapInfo{Cap: CapVerifierRdonlyCastVoid, After: v(6, 12), Since: v(7, 2),
+		Doc: "bpf_rdonly_cast takes a struct or void type id ('kfunc bpf_rdonly_cast type ID argument must be of a struct or void'; 6.12: struct only)"},
 		map[Kernel]bool{Kernel61: false, Kernel612: false, Kernel72: true}},
 	{CapInfo{Cap: CapVerifierRCUNesting, After: v(6, 12), Since: v(7, 2),
 		Doc: "bpf_rcu_read_lock regions nest instead of 'nested rcu read lock'"},

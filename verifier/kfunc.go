@@ -219,6 +219,22 @@ func (c *checker) kfuncRet(d *kfuncDesc, m *kfuncMeta) error {
 		if d.name == "bpf_dynptr_slice" {
 			r0.flags |= flagRdonly
 		}
+	case d.name == "bpf_rdonly_cast":
+		// The type comes from the constant btf_id__k argument, not from the prototype.
+		t, err := c.env.BTF.TypeByID(btf.TypeID(m.constVal))
+		_, isVoid := t.(*btf.Void)
+		switch {
+		case err == nil && isStructOrUnion(t):
+			r0 = reg{typ: ptrToBTFID, flags: flagUntrusted, btfType: t, v: constScalar(0), path: "bpf_rdonly_cast()"}
+		case c.has(btfmodel.CapVerifierRdonlyCastVoid) && (m.constVal == 0 || isVoid):
+			r0 = reg{typ: ptrToMem, flags: flagRdonly | flagUntrusted, v: constScalar(0)}
+		case c.has(btfmodel.CapVerifierRdonlyCastVoid):
+			c.logf("kfunc bpf_rdonly_cast type ID argument must be of a struct or void")
+			return reject("EINVAL")
+		default:
+			c.logf("kfunc bpf_rdonly_cast type ID argument must be of a struct")
+			return reject("EINVAL")
+		}
 	case isStructOrUnion(target):
 		r0 = reg{typ: ptrToBTFID, btfType: target, v: constScalar(0), path: d.name + "()"}
 		if c.has(btfmodel.CapVerifierKfuncRetTrusted) && c.has(btfmodel.CapVerifierTrustedPtr) {

@@ -129,4 +129,36 @@ SEC("fentry/tcp_v4_connect") int kt_test_kfunc(u64 *ctx)
 	return bpf_kfunc_call_test1((struct sock *)ctx[0], 1, 2, 3, 4) ? 0 : 0;
 }
 
+SEC("fentry/bpf_fentry_test1") int kt_rdonly_cast(u64 *ctx)
+{
+	struct task_struct *t = bpf_rdonly_cast((void *)ctx[0], bpf_core_type_id_kernel(struct task_struct));
+	sink = t->pid;
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int kt_rdonly_cast_write(u64 *ctx)
+{
+	struct task_struct *t = bpf_rdonly_cast((void *)ctx[0], bpf_core_type_id_kernel(struct task_struct));
+	t->pid = 1;
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int kt_rdonly_cast_acquire(u64 *ctx)
+{
+	struct task_struct *t = bpf_rdonly_cast(bpf_get_current_task_btf(), bpf_core_type_id_kernel(struct task_struct));
+	t = bpf_task_acquire(t);
+	if (t)
+		bpf_task_release(t);
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int kt_rdonly_cast_int(u64 *ctx)
+{
+	int *p = bpf_rdonly_cast((void *)ctx[0], bpf_core_type_id_kernel(int));
+	return *p ? 0 : 0;
+}
+SEC("fentry/bpf_fentry_test1") int kt_rdonly_cast_var_id(u64 *ctx)
+{
+	struct task_struct *t = bpf_rdonly_cast((void *)ctx[0], ctx[0] & 0xff);
+	sink = t->pid;
+	return 0;
+}
+
 char _license[] SEC("license") = "GPL";

@@ -69,3 +69,5 @@ extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
 extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
 extern struct inode *bpf_real_data_inode(struct file *file) __ksym;
 extern u64 bpf_kfunc_call_test1(struct sock *sk, u32 a, u64 b, u32 c, u64 d) __ksym;
+extern void *bpf_rdonly_cast(const void *obj__ign, u32 btf_id__k) __ksym;
+#define bpf_core_type_id_kernel(type) __builtin_btf_type_id(*(typeof(type) *)0, 1)
