@@ -494,4 +494,51 @@ SEC("fentry/bpf_fentry_test1") int kf_unknown(u64 *ctx)
 	return 0;
 }
 
+/* --- references and RCU pointers spilled to the stack --- */
+SEC("fentry/bpf_fentry_test1") int kf_task_spilled_release(u64 *ctx)
+{
+	struct task_struct *volatile slot;
+	struct task_struct *t = bpf_task_acquire(bpf_get_current_task_btf());
+	if (!t)
+		return 0;
+	slot = t;
+	bpf_task_release(slot);
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int kf_task_spilled_use_after_release(u64 *ctx)
+{
+	struct task_struct *volatile slot;
+	struct task_struct *t = bpf_task_acquire(bpf_get_current_task_btf());
+	if (!t)
+		return 0;
+	slot = t;
+	bpf_task_release(t);
+	sink = slot->pid;
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int kf_rcu_spilled_after_unlock(u64 *ctx)
+{
+	struct task_struct *volatile slot;
+	struct task_struct *t;
+	bpf_rcu_read_lock();
+	slot = bpf_get_current_task_btf()->real_parent;
+	bpf_rcu_read_unlock();
+	t = bpf_task_acquire(slot);
+	if (t)
+		bpf_task_release(t);
+	return 0;
+}
+SEC("fentry/bpf_fentry_test1") int kf_rcu_spilled_in_region(u64 *ctx)
+{
+	struct task_struct *volatile slot;
+	struct task_struct *t;
+	bpf_rcu_read_lock();
+	slot = bpf_get_current_task_btf()->real_parent;
+	t = bpf_task_acquire(slot);
+	bpf_rcu_read_unlock();
+	if (t)
+		bpf_task_release(t);
+	return 0;
+}
+
 char _license[] SEC("license") = "GPL";
