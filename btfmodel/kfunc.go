@@ -1,5 +1,7 @@
 package btfmodel
 
+import "sort"
+
 // kfunc registrations per profile: which kernel functions a tracing or LSM program may call
 // and with what flags. The kernel keeps these tables in code, not in BTF
 // (register_btf_kfunc_id_set over BTF_KFUNCS_START/BTF_SET8 blocks), so they are stated here
@@ -97,7 +99,7 @@ var testKfuncs61 = []Kfunc{
 // in this build) and the skb dynptr (net/core/filter.c registers it for tracing too).
 var kfuncs612 = append(append([]Kfunc{}, kfuncs61...), []Kfunc{
 	// generic_btf_ids
-	{Name: "bpf_crash_kexec", Flags: KFDestructive},
+	{Name: "crash_kexec", Flags: KFDestructive}, // the kernel's own function, tagged __bpf_kfunc
 	{Name: "bpf_obj_new_impl", Flags: acqNull},
 	{Name: "bpf_percpu_obj_new_impl", Flags: acqNull},
 	{Name: "bpf_obj_drop_impl", Flags: KFRelease},
@@ -195,6 +197,11 @@ var kfuncs612 = append(append([]Kfunc{}, kfuncs61...), []Kfunc{
 	{Name: "bpf_map_sum_elem_count", Flags: KFTrustedArgs},
 	{Name: "bpf_arena_alloc_pages", Flags: KFTrustedArgs | KFSleepable},
 	{Name: "bpf_arena_free_pages", Flags: KFTrustedArgs | KFSleepable},
+	// net/bpf/test_run.c: test_sk_check_kfunc_ids and bpf_test_modify_return_ids keep
+	// these in vmlinux, registered for tracing (the kfunc probe: allowed from every type)
+	{Name: "bpf_kfunc_call_test_release", Flags: KFRelease},
+	{Name: "bpf_kfunc_call_memb_release", Flags: KFRelease},
+	{Name: "bpf_modify_return_test_tp"},
 	// kernel/cgroup/rstat.c (tracing)
 	{Name: "cgroup_rstat_updated"},
 	{Name: "cgroup_rstat_flush", Flags: KFSleepable},
@@ -280,6 +287,47 @@ var kfuncs72 = append(append([]Kfunc{}, kfuncs612...), []Kfunc{
 	{Name: "bpf_real_data_inode", Flags: KFSleepable | KFTrustedArgs | KFRetNull, LSMOnly: true},
 	{Name: "bpf_dynptr_from_file", Flags: KFTrustedArgs},
 	{Name: "bpf_dynptr_file_discard"},
+	// kernel/bpf/arena.c: no longer KF_SLEEPABLE (the kfunc probe: a non-sleepable fentry
+	// gets past the sleepable check); these entries replace 6.12's
+	{Name: "bpf_arena_alloc_pages", Flags: KFTrustedArgs},
+	{Name: "bpf_arena_free_pages", Flags: KFTrustedArgs},
+	{Name: "bpf_arena_reserve_pages", Flags: KFTrustedArgs},
+	// kernel/sched/ext.c and ext_idle.c: scx_kfunc_ids_any and scx_kfunc_ids_idle are
+	// registered for BPF_PROG_TYPE_TRACING too (the kfunc probe: allowed from every type)
+	{Name: "scx_bpf_kick_cpu"}, {Name: "scx_bpf_kick_cid"},
+	{Name: "scx_bpf_dsq_nr_queued"}, {Name: "scx_bpf_destroy_dsq"},
+	{Name: "scx_bpf_dsq_peek", Flags: KFRCUProtected | KFRetNull},
+	{Name: "scx_bpf_dsq_reenq"}, {Name: "scx_bpf_reenqueue_local___v2"},
+	{Name: "bpf_iter_scx_dsq_new", Flags: KFIterNew | KFRCUProtected},
+	{Name: "bpf_iter_scx_dsq_next", Flags: KFIterNext | KFRetNull},
+	{Name: "bpf_iter_scx_dsq_destroy", Flags: KFIterDestroy},
+	{Name: "scx_bpf_exit_bstr"}, {Name: "scx_bpf_error_bstr"}, {Name: "scx_bpf_dump_bstr"},
+	{Name: "scx_bpf_cpuperf_cap"}, {Name: "scx_bpf_cpuperf_cur"}, {Name: "scx_bpf_cpuperf_set"},
+	{Name: "scx_bpf_cidperf_cap"}, {Name: "scx_bpf_cidperf_cur"}, {Name: "scx_bpf_cidperf_set"},
+	{Name: "scx_bpf_nr_node_ids"}, {Name: "scx_bpf_nr_cpu_ids"}, {Name: "scx_bpf_nr_cids"},
+	{Name: "scx_bpf_nr_online_cids"}, {Name: "scx_bpf_cpu_node"},
+	{Name: "scx_bpf_cid_to_cpu"}, {Name: "scx_bpf_cpu_to_cid"}, {Name: "scx_bpf_this_cid"},
+	{Name: "scx_bpf_cid_topo"},
+	{Name: "scx_bpf_get_possible_cpumask", Flags: KFAcquire},
+	{Name: "scx_bpf_get_online_cpumask", Flags: KFAcquire},
+	{Name: "scx_bpf_put_cpumask", Flags: KFRelease},
+	{Name: "scx_bpf_task_running"}, {Name: "scx_bpf_task_cpu"}, {Name: "scx_bpf_task_cid"},
+	{Name: "scx_bpf_task_set_slice"}, {Name: "scx_bpf_task_set_dsq_vtime"},
+	{Name: "scx_bpf_cpu_rq"},
+	{Name: "scx_bpf_locked_rq", Flags: KFRetNull},
+	{Name: "scx_bpf_cpu_curr", Flags: KFRetNull | KFRCUProtected},
+	{Name: "scx_bpf_cid_curr", Flags: KFRetNull | KFRCUProtected},
+	{Name: "scx_bpf_tid_to_task", Flags: KFRetNull | KFRCUProtected},
+	{Name: "scx_bpf_task_cgroup", Flags: KFRCU | KFAcquire},
+	{Name: "scx_bpf_now"}, {Name: "scx_bpf_events"},
+	{Name: "scx_bpf_get_idle_cpumask", Flags: KFAcquire},
+	{Name: "scx_bpf_get_idle_cpumask_node", Flags: KFAcquire},
+	{Name: "scx_bpf_get_idle_smtmask", Flags: KFAcquire},
+	{Name: "scx_bpf_get_idle_smtmask_node", Flags: KFAcquire},
+	{Name: "scx_bpf_put_idle_cpumask", Flags: KFRelease},
+	{Name: "scx_bpf_test_and_clear_cpu_idle"},
+	{Name: "scx_bpf_pick_idle_cpu"}, {Name: "scx_bpf_pick_idle_cpu_node"},
+	{Name: "scx_bpf_pick_any_cpu"}, {Name: "scx_bpf_pick_any_cpu_node"},
 }...)
 
 var kfuncTables = map[Kernel]map[string]Kfunc{
@@ -294,4 +342,14 @@ func kfuncIndex(l []Kfunc) map[string]Kfunc {
 		m[k.Name] = k
 	}
 	return m
+}
+
+// KfuncNames lists the kfuncs of k's tables, sorted.
+func KfuncNames(k Kernel) []string {
+	var out []string
+	for n := range kfuncTables[k] {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }

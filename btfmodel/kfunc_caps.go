@@ -32,6 +32,10 @@ const (
 	CapVerifierRdonlyCastVoid Capability = "verifier-rdonly-cast-void"
 	// CapVerifierRCUNesting: bpf_rcu_read_lock regions nest (active_rcu_locks counts).
 	CapVerifierRCUNesting Capability = "verifier-rcu-nesting"
+	// CapVerifierKfuncTrustedDefault: every kfunc's pointer arguments are trusted, as
+	// KF_TRUSTED_ARGS once said (a NULL one is "Possibly NULL pointer passed to trusted
+	// R%d" unless __nullable/__opt).
+	CapVerifierKfuncTrustedDefault Capability = "verifier-kfunc-trusted-default"
 )
 
 var kfuncCaps = []kfuncCap{
@@ -55,6 +59,9 @@ var kfuncCaps = []kfuncCap{
 		map[Kernel]bool{Kernel61: false, Kernel612: false, Kernel72: true}},
 	{CapInfo{Cap: CapVerifierRCUNesting, After: v(6, 12), Since: v(7, 2),
 		Doc: "bpf_rcu_read_lock regions nest instead of 'nested rcu read lock'"},
+		map[Kernel]bool{Kernel61: false, Kernel612: false, Kernel72: true}},
+	{CapInfo{Cap: CapVerifierKfuncTrustedDefault, After: v(6, 12), Since: v(7, 2),
+		Doc: "KF_TRUSTED_ARGS is the default: a NULL pointer argument of any kfunc is 'Possibly NULL pointer passed to trusted R1' (the kfunc probe: 7.2 refuses it for kfuncs that never had the flag)"},
 		map[Kernel]bool{Kernel61: false, Kernel612: false, Kernel72: true}},
 }
 

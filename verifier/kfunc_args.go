@@ -89,7 +89,7 @@ func (c *checker) kfuncArgs(d *kfuncDesc) (*kfuncMeta, error) {
 		return nil, reject("EINVAL")
 	}
 	release := d.kf.Has(btfmodel.KFRelease)
-	trustedArgs := d.kf.Has(btfmodel.KFTrustedArgs) || release
+	trustedArgs := d.kf.Has(btfmodel.KFTrustedArgs) || release || c.has(btfmodel.CapVerifierKfuncTrustedDefault)
 	rcuArgs := d.kf.Has(btfmodel.KFRCU)
 	for i := 0; i < len(params); i++ {
 		p := params[i]
