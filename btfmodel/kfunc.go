@@ -353,3 +353,13 @@ func KfuncNames(k Kernel) []string {
 	sort.Strings(out)
 	return out
 }
+
+// kfuncNoSymbol are FUNCs a profile's BTF keeps for kfuncs whose kernel symbol is gone
+// (add_kfunc_call: "cannot find address for kernel function %s"; the kfunc probe found
+// them).
+var kfuncNoSymbol = map[Kernel]map[string]bool{
+	Kernel72: {"bpf_wq_set_callback_impl": true},
+}
+
+// KfuncHasSymbol reports whether kallsyms has the kfunc name on k.
+func KfuncHasSymbol(k Kernel, name string) bool { return !kfuncNoSymbol[k][name] }

@@ -106,7 +106,7 @@ func (c *checker) addKfunc(i int) error {
 		c.kfuncs = map[int]*kfuncDesc{}
 	}
 	if c.kfuncs[i] != nil {
-		return nil
+		return c.kfuncAddCheck(c.kfuncs[i])
 	}
 	// An instruction list names the kfunc by its vmlinux BTF id.
 	t, err := c.env.BTF.TypeByID(btf.TypeID(uint32(in.imm)))
@@ -120,7 +120,7 @@ func (c *checker) addKfunc(i int) error {
 		return reject("EINVAL")
 	}
 	c.kfuncs[i] = c.kfuncDescOf(fn)
-	return nil
+	return c.kfuncAddCheck(c.kfuncs[i])
 }
 
 // kfuncCall is check_kfunc_call for the current instruction.
@@ -153,6 +153,9 @@ func (c *checker) kfuncCall(in *insn) error {
 		return err
 	}
 	if err := c.rcuTransition(d, sleepable); err != nil {
+		return err
+	}
+	if err := c.kfuncSpecialCall(d, sleepable); err != nil {
 		return err
 	}
 	if m.releaseRegno != 0 {
@@ -207,6 +210,9 @@ func (c *checker) kfuncRet(d *kfuncDesc, m *kfuncMeta) error {
 		}
 		c.setReg(0, mkScalar(unknownScalar()))
 		return nil
+	}
+	if err := c.kfuncObjNewBTF(d); err != nil {
+		return err
 	}
 	var r0 reg
 	switch {

@@ -38,16 +38,22 @@ func isScalarType(t btf.Type) bool {
 // scalarStruct is __btf_type_is_scalar_struct: members are scalars, arrays of scalars or
 // such structs, at most 3 levels deep.
 func scalarStruct(t btf.Type, depth int) bool {
-	st, ok := t.(*btf.Struct)
-	if !ok {
+	var members []btf.Member
+	switch st := t.(type) {
+	case *btf.Struct: // btf_type_is_struct: unions too (x86's pt_regs has some)
+		members = st.Members
+	case *btf.Union:
+		members = st.Members
+	default:
 		return false
 	}
-	for _, m := range st.Members {
+	for _, m := range members {
 		mt := skipMods(m.Type)
-		if arr, ok := mt.(*btf.Array); ok {
-			mt = skipMods(arr.Type)
-		}
-		switch {
+		switch arr, isArr := mt.(*btf.Array); {
+		case isArr: // an array of scalars, not of structs
+			if arr.Nelems == 0 || !isScalarType(skipMods(arr.Type)) {
+				return false
+			}
 		case isScalarType(mt):
 		case isStructOrUnion(mt):
 			if depth >= 3 || !scalarStruct(mt, depth+1) {
@@ -153,6 +159,12 @@ func (c *checker) kfuncArgs(d *kfuncDesc) (*kfuncMeta, error) {
 		refName := btfName(ref)
 		if nullable && isNullReg(&r) {
 			continue // KF_ARG_PTR_TO_NULL
+		}
+		if handled, err := c.kfuncSpecialArg(d, i, &r, ref); handled || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			continue
 		}
 		switch {
 		case isStructOrUnion(ref) && (refName == "bpf_dynptr" || refName == "bpf_dynptr_kern"):

@@ -64,6 +64,9 @@ func (c *checker) checkReferenceLeak() error {
 		c.logf("bpf_rcu_read_unlock is missing")
 		return reject("EINVAL")
 	}
+	if err := c.preemptLeak(false); err != nil { // H7: kfunc_special.go
+		return err
+	}
 	for _, r := range c.st.refs {
 		c.logf("Unreleased reference id=%d alloc_insn=%d", r.id, r.insn)
 	}
@@ -77,14 +80,14 @@ func (c *checker) checkReferenceLeak() error {
 		c.logf("BPF_EXIT instruction in main prog cannot be used inside bpf_rcu_read_lock-ed region")
 		return reject("EINVAL")
 	}
-	return nil
+	return c.preemptLeak(true) // H7: kfunc_special.go
 }
 
 // refsafe is the references part of states_equal: the same references, ids up to the
 // renaming the register comparison established, and the same RCU region depth
 // (active_rcu_lock).
 func refsafe(old, cur *state, ids map[uint32]uint32) bool {
-	if len(old.refs) != len(cur.refs) || old.rcuLock != cur.rcuLock {
+	if len(old.refs) != len(cur.refs) || old.rcuLock != cur.rcuLock || old.preemptLock != cur.preemptLock {
 		return false
 	}
 	for i := range old.refs {

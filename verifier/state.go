@@ -120,6 +120,8 @@ type state struct {
 	refs []refState
 	// rcuLock is active_rcu_lock (7.2: active_rcu_locks, a depth): H2, kfunc.go.
 	rcuLock int
+	// preemptLock is active_preempt_lock(s): bpf_preempt_disable depth (H7, kfunc_special.go).
+	preemptLock int
 	// iterDepth is the active iterator's depth (bpf_iter state.depth; H2, kfunc.go).
 	iterDepth int
 	// lock is active_lock: the bpf_spin_lock held (H3, helper_spinlock.go).
