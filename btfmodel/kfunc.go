@@ -25,6 +25,7 @@ const (
 	KFIterNext                           // KF_ITER_NEXT
 	KFIterDestroy                        // KF_ITER_DESTROY
 	KFRCUProtected                       // KF_RCU_PROTECTED: only inside an RCU read section
+	KFKptrGet                            // KF_KPTR_GET (6.1): arg 0 is a map value's kptr
 )
 
 // Kfunc is one registered kfunc as a tracing or LSM program sees it.
@@ -76,7 +77,7 @@ var testKfuncs61 = []Kfunc{
 	{Name: "bpf_kfunc_call_test_release", Flags: KFRelease},
 	{Name: "bpf_kfunc_call_memb_release", Flags: KFRelease},
 	{Name: "bpf_kfunc_call_memb1_release", Flags: KFRelease},
-	{Name: "bpf_kfunc_call_test_kptr_get", Flags: acqNull},
+	{Name: "bpf_kfunc_call_test_kptr_get", Flags: acqNull | KFKptrGet},
 	{Name: "bpf_kfunc_call_int_mem_release", Flags: KFRelease},
 	{Name: "bpf_kfunc_call_test_get_rdwr_mem", Flags: KFRetNull},
 	{Name: "bpf_kfunc_call_test_get_rdonly_mem", Flags: KFRetNull},

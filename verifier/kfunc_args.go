@@ -37,7 +37,7 @@ func isScalarType(t btf.Type) bool {
 
 // scalarStruct is __btf_type_is_scalar_struct: members are scalars, arrays of scalars or
 // such structs, at most 3 levels deep.
-func scalarStruct(t btf.Type, depth int) bool {
+func (c *checker) scalarStruct(t btf.Type, depth int) bool {
 	var members []btf.Member
 	switch st := t.(type) {
 	case *btf.Struct: // btf_type_is_struct: unions too (x86's pt_regs has some)
@@ -56,7 +56,11 @@ func scalarStruct(t btf.Type, depth int) bool {
 			}
 		case isScalarType(mt):
 		case isStructOrUnion(mt):
-			if depth >= 3 || !scalarStruct(mt, depth+1) {
+			if depth >= 3 {
+				c.logf("max struct nesting depth exceeded")
+				return false
+			}
+			if !c.scalarStruct(mt, depth+1) {
 				return false
 			}
 		default:
@@ -195,7 +199,7 @@ func (c *checker) kfuncArgs(d *kfuncDesc) (*kfuncMeta, error) {
 		if ref == nil {
 			isVoid = true
 		}
-		if !isScalarType(ref) && !scalarStruct(ref, 0) && !(memSize && isVoid) {
+		if !isScalarType(ref) && !c.scalarStruct(ref, 0) && !(memSize && isVoid) {
 			c.logf("%s pointer type %s %s must point to scalar, or struct with scalar", c.argRef(i), kindStr(ref), refName)
 			return nil, reject("EINVAL")
 		}

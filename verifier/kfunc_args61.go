@@ -6,15 +6,11 @@ import (
 )
 
 // kfuncArgs61 is 6.1's btf_check_kfunc_arg_match (btf_check_func_arg_match with is_kfunc,
-// kernel/bpf/btf.c): the sleepable check first, then each argument. Only a plain
+// kernel/bpf/btf.c): each argument, then the release and the sleepable checks. Only a plain
 // PTR_TO_BTF_ID (no modifier: not even PTR_MAYBE_NULL) passes as an object; everything else
 // must be memory of a scalar type.
 func (c *checker) kfuncArgs61(d *kfuncDesc) (*kfuncMeta, error) {
 	m := &kfuncMeta{}
-	if d.kf.Has(btfmodel.KFSleepable) && !c.prog.Sleepable {
-		c.logf("kernel function %s is sleepable but the program is not", d.name)
-		return nil, reject("EINVAL")
-	}
 	params := d.proto.Params
 	if len(params) > 5 {
 		c.logf("Function %s has %d > %d args", d.name, len(params), 5)
@@ -54,6 +50,10 @@ func (c *checker) kfuncArgs61(d *kfuncDesc) (*kfuncMeta, error) {
 				m.releaseRegno = regno
 			}
 		}
+		if i == 0 && d.kf.Has(btfmodel.KFKptrGet) && r.typ != ptrToMapValue {
+			c.logf("arg#0 expected pointer to map value")
+			return nil, reject("EINVAL")
+		}
 		if r.typ == ptrToBTFID && r.flags == 0 {
 			if !isStructOrUnion(ref) {
 				c.logf("kernel function %s args#%d pointer type %s %s is not supported", d.name, i, kindStr(ref), btfName(ref))
@@ -70,12 +70,17 @@ func (c *checker) kfuncArgs61(d *kfuncDesc) (*kfuncMeta, error) {
 			c.st.regs[regno+1].typ == scalarValue
 		_, isVoid := ref.(*btf.Void)
 		isDynptr := isStructOrUnion(ref) && btfName(ref) == "bpf_dynptr_kern"
-		if !isScalarType(ref) && !scalarStruct(ref, 0) && !isDynptr && !(memSize && (isVoid || ref == nil)) {
+		if !isScalarType(ref) && !c.scalarStruct(ref, 0) && !isDynptr && !(memSize && (isVoid || ref == nil)) {
 			voidOr := ""
 			if memSize {
 				voidOr = "void, "
 			}
-			c.logf("arg#%d pointer type %s %s must point to %sscalar, or struct with scalar", i, kindStr(ref), btfName(ref), voidOr)
+			// 6.1's btf_name_by_offset: an anonymous type has the empty name
+			c.logf("arg#%d pointer type %s %s must point to %sscalar, or struct with scalar", i, kindStr(ref), typeName(ref), voidOr)
+			return nil, reject("EINVAL")
+		}
+		if isDynptr && r.typ != ptrToStack {
+			c.logf("arg#%d pointer type %s %s not to stack", i, kindStr(ref), btfName(ref))
 			return nil, reject("EINVAL")
 		}
 		if isDynptr {
@@ -89,6 +94,9 @@ func (c *checker) kfuncArgs61(d *kfuncDesc) (*kfuncMeta, error) {
 			}
 			continue
 		}
+		if isNullReg(&r) {
+			continue // check_mem_reg: NULL is allowed
+		}
 		if err := c.helperMem(regno, &r, typeSize(ref), false, false); err != nil {
 			return nil, err
 		}
@@ -97,5 +105,18 @@ func (c *checker) kfuncArgs61(d *kfuncDesc) (*kfuncMeta, error) {
 		c.logf("release kernel function %s expects refcounted PTR_TO_BTF_ID", d.name)
 		return nil, reject("EINVAL")
 	}
+	// after the arguments in 6.1 (the kfunc probe: a dynptr argument's refusal comes first)
+	if d.kf.Has(btfmodel.KFSleepable) && !c.prog.Sleepable {
+		c.logf("kernel function %s is sleepable but the program is not", d.name)
+		return nil, reject("EINVAL")
+	}
 	return m, nil
+}
+
+// typeName is a type's name as btf_name_by_offset gives it ("" when anonymous).
+func typeName(t btf.Type) string {
+	if t == nil {
+		return ""
+	}
+	return t.TypeName()
 }
