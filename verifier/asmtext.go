@@ -50,6 +50,16 @@ type textInsn struct {
 	ins   asm.Instruction
 	label string // jump or call target label, resolved after all lines are read
 	call  bool   // a bpf-to-bpf call: the target goes into imm, not off
+	// kfunc: the call names no helper; without a label of that name it is a kfunc call
+	// (BPF_PSEUDO_KFUNC_CALL) by name, resolved against the profile's BTF when checked.
+	kfunc bool
+}
+
+// kfuncCallInsn calls the kfunc name: the model resolves it in the profile's BTF and the
+// kernel backend sends it as a wire.KfuncRef, so a list stays portable across kernels.
+func kfuncCallInsn(name string) asm.Instruction {
+	ins := asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: -1}
+	return ins.WithReference(name)
 }
 
 // ParseInstructions parses the text syntax into instructions; maps name the program's maps
@@ -84,6 +94,11 @@ func ParseInstructions(lines []string, maps []Map) (asm.Instructions, error) {
 	for _, ti := range out {
 		if ti.label != "" {
 			tgt, ok := labels[ti.label]
+			if !ok && ti.kfunc {
+				insns = append(insns, kfuncCallInsn(ti.label))
+				raw++
+				continue
+			}
 			if !ok {
 				if ti.call {
 					return nil, fmt.Errorf("call %s: no such helper, and no label %q", ti.label, ti.label)
@@ -166,12 +181,19 @@ func parseLine(line string, maps []Map) (textInsn, error) {
 		return textInsn{ins: pseudoCallInsn}, nil
 	}
 	if m := reCall.FindStringSubmatch(line); m != nil {
+		if _, herr := helperID(m[1], ""); herr != nil && !unicode.IsDigit(rune(m[1][0])) {
+			if n, _ := strconv.Atoi(strings.TrimPrefix(m[2], "#")); m[2] != "" && n >= helperIDLimit {
+				// The log's "call bpf_task_acquire#BTF_ID": a kfunc, by name (the id is
+				// the logging kernel's own).
+				return textInsn{ins: kfuncCallInsn(m[1])}, nil
+			}
+			if m[2] == "" {
+				// Not a helper: a subprogram's label, or else a kfunc.
+				return textInsn{ins: pseudoCallInsn, label: m[1], call: true, kfunc: true}, nil
+			}
+		}
 		id, err := helperID(m[1], m[2])
 		if err != nil {
-			if m[2] == "" && !unicode.IsDigit(rune(m[1][0])) {
-				// Not a helper: a subprogram's label (an unknown one is refused after parsing).
-				return textInsn{ins: pseudoCallInsn, label: m[1], call: true}, nil
-			}
 			return textInsn{}, err
 		}
 		return textInsn{ins: asm.BuiltinFunc(id).Call()}, nil
@@ -400,3 +422,7 @@ func helperID(name, num string) (int32, error) {
 	}
 	return 0, fmt.Errorf("unknown helper %q", name)
 }
+
+// helperIDLimit is the newest profile's __BPF_FUNC_MAX_ID (helpers.go maxFuncID): a
+// "call NAME#N" with a larger N and a name no helper has is a kfunc's BTF id.
+const helperIDLimit = 212

@@ -61,8 +61,14 @@
 //	goto pc-4                  goto label               label:
 //	call bpf_map_lookup_elem   call map_lookup_elem     call bpf_ktime_get_ns#5   call 5
 //	call pc+3                  call label               (bpf-to-bpf: a subprogram)
+//	call bpf_task_acquire      call bpf_task_acquire#1234   (a kfunc: no helper, no label)
 //	exit
 //	79 12 08 00 00 00 00 00    (raw: 8 bytes as in memory, little-endian fields)
+//
+// A call naming neither a helper nor a label calls that kfunc (BPF_PSEUDO_KFUNC_CALL): it
+// is resolved by name against the profile's BTF when the program is checked, and by name in
+// the kernel backend (wire.KfuncRef), so one list serves every kernel; the log's
+// "NAME#BTF_ID" form is read the same way, its id ignored.
 //
 // Jump offsets written as pc+N count raw instructions (a ld_imm64 is two), as in the
 // kernel log; labels are resolved to that count. Anything after ";" is a comment.
