@@ -102,6 +102,15 @@ var Profiles = []Profile{
 			CapLogConstVarOff:             false,
 			CapLogVarOffStackOff:          false,
 			CapLogInfiniteLoopStates:      false,
+
+			CapVerifierKfuncMeta:           false,
+			CapVerifierKfuncRegMsg:         false,
+			CapVerifierReleaseArgRef:       false,
+			CapVerifierKfuncRetTrusted:     false,
+			CapVerifierRCUProtectedCall:    false,
+			CapVerifierRdonlyCastVoid:      false,
+			CapVerifierRCUNesting:          false,
+			CapVerifierKfuncTrustedDefault: false,
 		},
 	},
 	{
@@ -201,6 +210,15 @@ var Profiles = []Profile{
 			CapLogConstVarOff:             true,
 			CapLogVarOffStackOff:          true,
 			CapLogInfiniteLoopStates:      true,
+
+			CapVerifierKfuncMeta:           true,
+			CapVerifierKfuncRegMsg:         false,
+			CapVerifierReleaseArgRef:       false,
+			CapVerifierKfuncRetTrusted:     false,
+			CapVerifierRCUProtectedCall:    false,
+			CapVerifierRdonlyCastVoid:      false,
+			CapVerifierRCUNesting:          false,
+			CapVerifierKfuncTrustedDefault: false,
 		},
 	},
 	{
@@ -301,6 +319,15 @@ var Profiles = []Profile{
 			CapLogConstVarOff:             true,
 			CapLogVarOffStackOff:          true,
 			CapLogInfiniteLoopStates:      true,
+
+			CapVerifierKfuncMeta:           true,
+			CapVerifierKfuncRegMsg:         true,
+			CapVerifierReleaseArgRef:       true,
+			CapVerifierKfuncRetTrusted:     true,
+			CapVerifierRCUProtectedCall:    true,
+			CapVerifierRdonlyCastVoid:      true,
+			CapVerifierRCUNesting:          true,
+			CapVerifierKfuncTrustedDefault: true,
 		},
 	},
 }
