@@ -125,20 +125,44 @@ func Fetch(ctx context.Context, cache, arch string, pkgs []string, maxAge time.D
 		return nil, nil, err
 	}
 	online := true
+	// Which version each package resolved to, and when: apt-cache show takes seconds per
+	// package, so within maxAge of the last resolution the cache answers.
+	resolvedPath := filepath.Join(root, "resolved-"+arch+".json")
+	resolved := map[string]resolution{}
+	if data, err := os.ReadFile(resolvedPath); err == nil {
+		json.Unmarshal(data, &resolved)
+	}
 	if !a.Fresh(maxAge) {
 		fmt.Fprintf(progress, "realworld: apt-get update (%s, private sources under %s)\n", strings.Join(Suites, ", "), a.Dir)
+		resolved = map[string]resolution{} // the indexes may name newer versions now
 		if err := a.Update(ctx); err != nil {
 			fmt.Fprintf(progress, "realworld: %v\nrealworld: using the cached packages\n", err)
 			online = false
 		}
 	}
+	defer func() {
+		if data, err := json.MarshalIndent(resolved, "", "  "); err == nil {
+			os.WriteFile(resolvedPath, append(data, '\n'), 0o644)
+		}
+	}()
 	var objs []Object
 	var done []Fetched
 	for _, p := range pkgs {
 		var m manifest
 		var err error
+		r, known := resolved[p]
+		if known && time.Since(r.At) < maxAge && !strings.ContainsAny(r.Dir, "/\\") && r.Dir != ".." {
+			if m, err = readManifest(filepath.Join(root, r.Dir)); err == nil {
+				done = append(done, m.Fetched)
+				objs = append(objs, m.Objects...)
+				continue
+			}
+		}
 		if online {
 			m, err = fetchPackage(ctx, a, root, p, arch, progress)
+			if err == nil {
+				resolved[p] = resolution{Dir: cacheName(m.Fetched.Package, m.Fetched.Version, arch), At: time.Now()}
+			}
 		} else if strings.Contains(p, "@") {
 			err = errors.New("name@N needs the archive (unreachable)")
 		} else if name, pin, ok := strings.Cut(p, "="); ok {
@@ -155,6 +179,12 @@ func Fetch(ctx context.Context, cache, arch string, pkgs []string, maxAge time.D
 		objs = append(objs, m.Objects...)
 	}
 	return objs, done, nil
+}
+
+// resolution is the cache directory a package spec resolved to, and when.
+type resolution struct {
+	Dir string    `json:"dir"`
+	At  time.Time `json:"at"`
 }
 
 // Lock serialises concurrent runs on dir (the private apt state and the cache are not safe
