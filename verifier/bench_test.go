@@ -117,8 +117,11 @@ func BenchmarkModel(b *testing.B) {
 			b.ReportMetric(float64(med.Nanoseconds()), "median-ns/prog")
 			b.ReportMetric(float64(times[slowest].Nanoseconds()), "max-ns/prog")
 			b.ReportMetric(float64(len(progs)), "progs")
-			b.Logf("%s: %d programs, median %v per program, slowest %s:%s %v", profile, len(progs), med,
-				progs[slowest].file, progs[slowest].prog.Name, times[slowest])
+			largest := largestProgram(progs)
+			b.ReportMetric(float64(times[largest].Nanoseconds()), "largest-ns/prog")
+			b.Logf("%s: %d programs, median %v per program, slowest %s:%s %v, largest %s:%s (%d insns) %v", profile, len(progs), med,
+				progs[slowest].file, progs[slowest].prog.Name, times[slowest],
+				progs[largest].file, progs[largest].prog.Name, len(progs[largest].prog.Instructions), times[largest])
 		})
 	}
 }
@@ -149,6 +152,7 @@ func TestKernelVerificationTime(t *testing.T) {
 	}
 	var ktimes, mtimes []time.Duration
 	var names []string
+	var sizes []int
 	for i, r := range res {
 		var us int
 		found := false
@@ -170,12 +174,31 @@ func TestKernelVerificationTime(t *testing.T) {
 		}
 		mtimes = append(mtimes, time.Since(start)/reps)
 		names = append(names, progs[i].file+":"+progs[i].prog.Name)
+		sizes = append(sizes, len(progs[i].prog.Instructions))
 	}
 	if len(ktimes) == 0 {
 		t.Fatal("no verification times in the guest logs")
 	}
 	kmed, kmax := medianMax(ktimes)
 	mmed, mmax := medianMax(mtimes)
-	t.Logf("%s: %d programs with a verification time: kernel median %v, max %v (%s); model median %v, max %v (%s)",
-		*kernelTimeOn, len(ktimes), kmed, ktimes[kmax], names[kmax], mmed, mtimes[mmax], names[mmax])
+	big := 0
+	for i := range sizes {
+		if sizes[i] > sizes[big] {
+			big = i
+		}
+	}
+	t.Logf("%s: %d programs with a verification time: kernel median %v, max %v (%s); model median %v, max %v (%s); largest %s (%d insns): kernel %v, model %v",
+		*kernelTimeOn, len(ktimes), kmed, ktimes[kmax], names[kmax], mmed, mtimes[mmax], names[mmax],
+		names[big], sizes[big], ktimes[big], mtimes[big])
+}
+
+// largestProgram is the index of the program with the most instructions.
+func largestProgram(progs []truthProgram) int {
+	big := 0
+	for i := range progs {
+		if len(progs[i].prog.Instructions) > len(progs[big].prog.Instructions) {
+			big = i
+		}
+	}
+	return big
 }
