@@ -119,6 +119,10 @@ const (
 	CapLogConstVarOff           Capability = "log-const-var-off"
 	CapLogVarOffStackOff        Capability = "log-var-off-stack-off"
 	CapLogInfiniteLoopStates    Capability = "log-infinite-loop-states"
+	// CapVerifierStaticLiveness: register liveness is computed before the walk on a CFG
+	// whose constant branches were folded (const_fold.c, compute_live_registers); the
+	// REG_LIVE_* marks are gone.
+	CapVerifierStaticLiveness Capability = "verifier-static-liveness"
 	// kfunc calls, references and RCU regions (H2, H7; verifier/kfunc*.go, refs.go).
 	// CapVerifierKfuncMeta: fetch_kfunc_meta and check_kfunc_args (6.1:
 	// btf_check_kfunc_arg_match, no trusted or RCU arguments).
@@ -195,7 +199,7 @@ var Capabilities = []CapInfo{
 	{Cap: CapVerifierRCUPtr, After: v(6, 1), Since: v(6, 3), Doc: "MEM_RCU: __rcu tagged fields load as RCU pointers"},
 	bounded(CapVerifierUnionUntrusted, "btf_struct_walk marks a pointer loaded through a union of more than one member untrusted"),
 	bounded(CapVerifierIntArrayScalar, "btf_struct_walk reads into an int array member as a scalar"),
-	{Cap: CapVerifierSparsePruneMarks, Since: v(6, 3), Doc: "prune points at jumps only, not after a goto nor at branch targets"},
+	{Cap: CapVerifierSparsePruneMarks, Since: v(6, 3), Doc: "no prune point after a goto (jumps and their targets still are)"},
 	bounded(CapVerifierLSMRetRange, "LSM programs' return value and bpf_lsm retval argument are checked against the hook's range"),
 	bounded(CapVerifierRetvalRange, "check_return_code compares R0's range with the allowed range (6.1: tnum_in)"),
 	bounded(CapVerifierCtxArgSize8, "a ctx load of a pointer argument must be 8 bytes"),
@@ -258,6 +262,8 @@ var Capabilities = []CapInfo{
 	bounded(CapLogConstVarOff, "alignment messages print a constant var_off as a number"),
 	bounded(CapLogVarOffStackOff, "an out-of-bounds variable-offset stack access is reported with the instruction's off too"),
 	bounded(CapLogInfiniteLoopStates, "'infinite loop detected' is followed by the current and the old state"),
+	{Cap: CapVerifierStaticLiveness, After: v(6, 12), Since: v(7, 2),
+		Doc: "checkpoints keep only the registers live before their insn, by a liveness computed ahead of the walk on the CFG with constant-decided branches folded (bpf_prune_dead_branches, compute_live_registers); state dumps print no _r/_w marks; singular scalar ids are dropped"},
 	{Cap: CapVerifierKfuncMeta, After: v(6, 1), Since: v(6, 12),
 		Doc: "kfunc calls go through fetch_kfunc_meta/check_kfunc_args: KF_TRUSTED_ARGS, KF_RCU, 'program must be sleepable to call sleepable kfunc' (6.1: btf_check_kfunc_arg_match)"},
 	{Cap: CapVerifierKfuncRegMsg, After: v(6, 12), Since: v(7, 2),

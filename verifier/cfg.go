@@ -163,10 +163,10 @@ func (c *checker) checkCFG() error {
 			}
 			work = append(work, in.target(t))
 		case in.isJump():
+			// visit_insn marks the conditional jump, push_insn its BRANCH target (every
+			// version: loops are detected there, loops.json lp_stack_zero).
 			c.prune[t] = true
-			if !c.has(btfmodel.CapVerifierSparsePruneMarks) { // 6.3 stopped marking branch targets
-				c.prune[in.target(t)] = true
-			}
+			c.prune[in.target(t)] = true
 			work = append(work, in.target(t), t+1)
 		case in.isLdImm64():
 			if in.src == pseudoFunc {

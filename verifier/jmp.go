@@ -95,10 +95,12 @@ func (c *checker) jmp(in *insn) (int, bool, error) {
 			return c.idx + 1, false, nil
 		}
 	}
-	switch c.branchTaken(&dst, &src, op, is32) {
-	case 1:
-		return target, false, nil
-	case 0:
+	switch taken := c.branchTaken(&dst, &src, op, is32); taken {
+	case 0, 1:
+		c.demandBranchPrecise(in) // check_cond_jmp_op: mark_chain_precision (loopdump.go)
+		if taken == 1 {
+			return target, false, nil
+		}
 		return c.idx + 1, false, nil
 	}
 	defer c.syncLinked(in)

@@ -112,20 +112,27 @@ func (c *checker) transfer(i int, lo, po regset) (regset, regset) {
 }
 
 // flow computes live-in and precise-in sets to a fixpoint (backward).
-func (c *checker) flow() flowInfo {
+func (c *checker) flow() flowInfo { return c.flowWith(c.succs, nil) }
+
+// flowWith is flow over the given successors; an insn in asJA (7.2's folded branches) uses
+// no register.
+func (c *checker) flowWith(succs func(int) []int, asJA func(int) bool) flowInfo {
 	n := len(c.insns)
 	f := flowInfo{live: make([]regset, n), prec: make([]regset, n)}
 	for changed := true; changed; {
 		changed = false
 		for i := n - 1; i >= 0; i-- {
 			var lo, po regset
-			for _, s := range c.succs(i) {
+			for _, s := range succs(i) {
 				if s >= 0 && s < n {
 					lo |= f.live[s]
 					po |= f.prec[s]
 				}
 			}
-			li, pi := c.transfer(i, lo, po)
+			li, pi := lo, po
+			if asJA == nil || !asJA(i) {
+				li, pi = c.transfer(i, lo, po)
+			}
 			li |= bit(10)
 			if li != f.live[i] || pi != f.prec[i] {
 				f.live[i], f.prec[i] = li, pi

@@ -127,6 +127,10 @@ type state struct {
 	// lock is active_lock: the bpf_spin_lock held (H3, helper_spinlock.go).
 	lock   spinLock
 	parent *visit
+	// hist is the path since the last checkpoint (jmp_history; histLost: it outgrew
+	// maxHist), for the loop message's precision marks (loopdump.go).
+	hist     []histStep
+	histLost bool
 }
 
 // visit is a state recorded at a prune point, chained to the path that reached it.
@@ -138,13 +142,16 @@ type visit struct {
 	// slot, bit spi): read marks the slots a later path read before writing them;
 	// written the slots fully written in the segment that ended here.
 	read, written uint64
-	ancestor      uint64 // the checker's epoch when last found on the current path
+	// regRead is the registers a later path read before writing them (REG_LIVE_READ).
+	regRead  regset
+	ancestor uint64 // the checker's epoch when last found on the current path
 }
 
 func (s *state) clone() *state {
 	c := *s
 	c.refs = append([]refState(nil), s.refs...)
 	c.callers = append([]frame(nil), s.callers...)
+	c.hist = s.hist[:len(s.hist):len(s.hist)] // appends copy: branches share no steps
 	return &c
 }
 

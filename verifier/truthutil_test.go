@@ -29,12 +29,6 @@ func firstMessage(log []string) string {
 // knownGaps are the programs ("<profile>/<name>") where the model is known to disagree with
 // the kernel, each explained in KNOWN_GAPS.md; the ground-truth test skips exactly these.
 var knownGaps = map[string]string{
-	"6.12-amd64/j_loop_const":   "6.12 loop message: liveness and precision marks in the old state",
-	"6.12-arm64/j_loop_const":   "6.12 loop message: liveness and precision marks in the old state",
-	"7.2-amd64/j_loop_const":    "7.2 loop message: the old state shows only R10",
-	"7.2-arm64/j_loop_const":    "7.2 loop message: the old state shows only R10",
-	"7.2-amd64/j_infinite_loop": "7.2 loop message: the old state shows only R10",
-	"7.2-arm64/j_infinite_loop": "7.2 loop message: the old state shows only R10",
 
 	// H2: kfuncs (KNOWN_GAPS.md, kfuncs, references and RCU regions)
 	"6.12-amd64/kf_dynptr_uninit": "dynptr stack slots are not modelled",

@@ -68,7 +68,10 @@ type checker struct {
 	insnMap   map[int]int // ld_imm64 insn -> map index
 	fi        flowInfo
 	truncated bool
-	loopOld   *state // the looping state's earlier self, for the 6.12 message
+	loopOld   *visit // the looping state's earlier self, for the 6.12 message
+	// liveFolded is 7.2's live-in registers on the constant-folded CFG (constfold.go).
+	liveFolded []regset
+	foldedBr   map[int]int
 	// jmps is jmps_processed; prevJmps and prevInsns the counters when a state was last
 	// recorded (env->prev_jmps_processed, prev_insn_processed).
 	jmps, prevJmps, prevInsns int
@@ -279,7 +282,7 @@ func (c *checker) walkFrom(st *state, start int) error {
 				c.logf("infinite loop detected at insn %d", c.idx)
 				if c.has(btfmodel.CapLogInfiniteLoopStates) { // 6.12 shows both states; the last becomes the reason
 					c.logf("cur state:%s", c.stateDump(c.st, nil))
-					c.logf("old state:%s", c.stateDump(c.loopOld, nil))
+					c.logf("old state:%s", c.loopOldDump(c.loopOld))
 				}
 				return reject("EINVAL")
 			}
@@ -301,6 +304,7 @@ func (c *checker) walkFrom(st *state, start int) error {
 			c.note("log truncated after %d lines; messages are still logged", maxLogLines)
 		}
 		clear(c.scratch)
+		c.recordStep()
 		next, exit, err := c.step(in)
 		if err != nil {
 			return err
@@ -403,7 +407,7 @@ func (c *checker) visitState() int {
 		v.ancestor = c.epoch
 		// states_maybe_looping compares the registers byte for byte first.
 		if regsExact(v.st, c.st) && len(v.st.callers) == len(c.st.callers) && v.st.iterDepth == c.st.iterDepth && c.covers(v, c.st, c.idx) { // H2: iter_active_depths_differ
-			c.loopOld = v.st
+			c.loopOld = v
 			return -1
 		}
 		if c.jmps-c.prevJmps < 20 && c.processed-c.prevInsns < 100 {
@@ -425,12 +429,14 @@ func (c *checker) visitState() int {
 		return 0 // keep exploring without recording: bounds memory and time on long loops
 	}
 	c.prevJmps, c.prevInsns = c.jmps, c.processed
-	// The new checkpoint clears the write marks ("_w" in the log), as is_state_visited does.
+	// The checkpoint keeps the segment's write marks; the new segment starts without them
+	// ("_w" in the log), as is_state_visited does.
+	v := &visit{insn: c.idx, st: c.st.clone(), parent: c.st.parent, written: c.st.written}
 	for i := range c.st.regs {
 		c.st.regs[i].written = false
 	}
-	v := &visit{insn: c.idx, st: c.st.clone(), parent: c.st.parent, written: c.st.written}
 	c.st.written = 0
+	c.st.hist, c.st.histLost = nil, false
 	c.visited[c.idx] = append(c.visited[c.idx], v)
 	c.st.parent = v
 	c.nStates++
@@ -445,6 +451,7 @@ func (c *checker) readReg(r uint8) error {
 		return reject("EINVAL")
 	}
 	c.scratch[int(r)] = true
+	c.markRegRead(r)
 	if c.st.regs[r].typ == notInit {
 		c.logf("R%d !read_ok", r)
 		return reject("EACCES")
