@@ -215,7 +215,7 @@ var kfuncs72 = append(append([]Kfunc{}, kfuncs612...), []Kfunc{
 	// kernel/bpf/helpers.c generic_btf_ids and common_btf_ids since 6.12
 	{Name: "bpf_send_signal_task", Flags: KFTrustedArgs},
 	{Name: "bpf_task_from_vpid", Flags: acqNull},
-	{Name: "bpf_get_kmem_cache", Flags: KFRetNull},
+	{Name: "bpf_get_kmem_cache"}, // not KF_RET_NULL (the kfunc probe: a load through R0 gets to the BTF walk)
 	{Name: "bpf_local_irq_save"},
 	{Name: "bpf_local_irq_restore"},
 	{Name: "bpf_copy_from_user_task_str", Flags: KFSleepable | KFTrustedArgs},

@@ -243,7 +243,12 @@ func (c *checker) kfuncRet(d *kfuncDesc, m *kfuncMeta) error {
 		}
 	case isStructOrUnion(target):
 		r0 = reg{typ: ptrToBTFID, btfType: target, v: constScalar(0), path: d.name + "()"}
-		if c.has(btfmodel.CapVerifierKfuncRetTrusted) && c.has(btfmodel.CapVerifierTrustedPtr) {
+		switch {
+		case d.kf.Has(btfmodel.KFRCUProtected):
+			// check_kfunc_call: what a KF_RCU_PROTECTED kfunc returns lives only as long as
+			// the RCU section (the kfunc probe: 7.2's scx_bpf_cpu_curr is rcu_ptr_or_null_)
+			r0.flags |= flagRCU
+		case c.has(btfmodel.CapVerifierKfuncRetTrusted) && c.has(btfmodel.CapVerifierTrustedPtr):
 			r0.flags |= flagTrusted
 		}
 	default:
@@ -295,6 +300,7 @@ func (c *checker) iterNext() error {
 	active.regs[0].flags &^= flagMaybeNull
 	active.regs[0].id = 0
 	active.iterDepth++
+	c.widenImprecise(active) // H8: widen_imprecise_scalars (iter.go)
 	if err := c.push(active, c.idx+1); err != nil {
 		return err
 	}

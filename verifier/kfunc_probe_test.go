@@ -56,6 +56,38 @@ type kfuncProbeFile struct {
 type kfuncProbe struct {
 	Name    string                     `json:"name"`
 	Results map[string]expectedProgram `json:"results"` // by probeSections kind
+	// Task: the same with R1 the current task (bpf_get_current_task_btf, a trusted
+	// task_struct), for kfuncs whose first parameter is a struct task_struct pointer: the
+	// call then gets past its first argument, to its other flags (an acquire leaks).
+	Task map[string]expectedProgram `json:"task,omitempty"`
+	// Deref and TaskDeref: the two shapes with a one-byte load through R0 after the call,
+	// for kfuncs returning a pointer: KF_RET_NULL shows as "R0 invalid mem access
+	// '..._or_null_'".
+	Deref     map[string]expectedProgram `json:"deref,omitempty"`
+	TaskDeref map[string]expectedProgram `json:"task_deref,omitempty"`
+}
+
+// probeShape is how a probe program fills R1 and uses R0.
+type probeShape struct{ task, deref bool }
+
+var probeShapes = []probeShape{{}, {task: true}, {deref: true}, {task: true, deref: true}}
+
+// results is the kfunc's map for shape sh (nil if never filled).
+func (kp *kfuncProbe) results(sh probeShape) *map[string]expectedProgram {
+	switch sh {
+	case probeShape{task: true}:
+		return &kp.Task
+	case probeShape{deref: true}:
+		return &kp.Deref
+	case probeShape{task: true, deref: true}:
+		return &kp.TaskDeref
+	}
+	return &kp.Results
+}
+
+// applies: the shape fits the kfunc's prototype.
+func (sh probeShape) applies(env verifier.Env, name string) bool {
+	return (!sh.task || taskFirst(env, name)) && (!sh.deref || returnsPointer(env, name))
 }
 
 // probeSources61 are kfunc names of 6.1's registration sets (register_btf_kfunc_id_set in
@@ -106,20 +138,73 @@ func probeNames(t testing.TB, env verifier.Env) ([]string, string) {
 	return names, src
 }
 
-// probeInsns is the probe program: every argument register zero, the call, return 0.
-func probeInsns(name string) asm.Instructions {
+// probeInsns is the probe program: every argument register zero (with task, R1 the current
+// task), the call, return 0.
+func probeInsns(name string, sh probeShape) asm.Instructions {
 	var insns asm.Instructions
-	for r := asm.R1; r <= asm.R5; r++ {
+	if sh.task {
+		insns = append(insns, asm.FnGetCurrentTaskBtf.Call(), asm.Mov.Reg(asm.R1, asm.R0))
+	} else {
+		insns = append(insns, asm.Mov.Imm(asm.R1, 0))
+	}
+	for r := asm.R2; r <= asm.R5; r++ {
 		insns = append(insns, asm.Mov.Imm(r, 0))
 	}
 	call := asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: -1}
-	insns = append(insns, call.WithReference(name), asm.Mov.Imm(asm.R0, 0), asm.Return())
-	return insns
+	insns = append(insns, call.WithReference(name))
+	if sh.deref {
+		insns = append(insns, asm.LoadMem(asm.R1, asm.R0, 0, asm.Byte))
+	}
+	return append(insns, asm.Mov.Imm(asm.R0, 0), asm.Return())
 }
 
-func probeProgram(i, j int, name string) verifier.Program {
-	return verifier.Program{Name: fmt.Sprintf("kp%d_%d", i, j), Section: probeSections[j].section,
-		License: "GPL", Instructions: probeInsns(name)}
+func probeProgram(i, j int, name string, sh probeShape) verifier.Program {
+	n := fmt.Sprintf("kp%d_%d", i, j)
+	if sh.task {
+		n = "t" + n
+	}
+	if sh.deref {
+		n = "d" + n
+	}
+	return verifier.Program{Name: n, Section: probeSections[j].section, License: "GPL", Instructions: probeInsns(name, sh)}
+}
+
+// returnsPointer: the kfunc's prototype returns a pointer.
+func returnsPointer(env verifier.Env, name string) bool {
+	types, _ := env.BTF.AnyTypesByName(name)
+	for _, t := range types {
+		if fn, ok := t.(*btf.Func); ok {
+			proto, ok := fn.Type.(*btf.FuncProto)
+			if !ok {
+				return false
+			}
+			_, ptr := btf.UnderlyingType(proto.Return).(*btf.Pointer)
+			return ptr
+		}
+	}
+	return false
+}
+
+// taskFirst: the kfunc's first parameter is a struct task_struct pointer.
+func taskFirst(env verifier.Env, name string) bool {
+	types, _ := env.BTF.AnyTypesByName(name)
+	for _, t := range types {
+		fn, ok := t.(*btf.Func)
+		if !ok {
+			continue
+		}
+		proto, ok := fn.Type.(*btf.FuncProto)
+		if !ok || len(proto.Params) == 0 {
+			return false
+		}
+		ptr, ok := btf.UnderlyingType(proto.Params[0].Type).(*btf.Pointer)
+		if !ok {
+			return false
+		}
+		st, ok := btf.UnderlyingType(ptr.Target).(*btf.Struct)
+		return ok && st.Name == "task_struct"
+	}
+	return false
 }
 
 func probePath(profile string) string {
@@ -138,17 +223,28 @@ func updateKfuncProbe(t *testing.T) {
 		env := profileEnv(t, profile)
 		names, src := probeNames(t, env)
 		var wps []wire.VerifyProgram
+		type slot struct {
+			i, j int
+			sh   probeShape
+		}
+		var slots []slot
 		for i, n := range names {
-			for j := range probeSections {
-				p := probeProgram(i, j, n)
-				wp, err := kernel.ProgramForSection(p.Name, p.Section)
-				if err != nil {
-					t.Fatal(err)
+			for _, sh := range probeShapes {
+				if !sh.applies(env, n) {
+					continue
 				}
-				if wp, err = kernel.ProgramFromInstructions(wp, p.Instructions); err != nil {
-					t.Fatalf("%s: %s: %v", profile, n, err)
+				for j := range probeSections {
+					p := probeProgram(i, j, n, sh)
+					wp, err := kernel.ProgramForSection(p.Name, p.Section)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if wp, err = kernel.ProgramFromInstructions(wp, p.Instructions); err != nil {
+						t.Fatalf("%s: %s: %v", profile, n, err)
+					}
+					wps = append(wps, wp)
+					slots = append(slots, slot{i, j, sh})
 				}
-				wps = append(wps, wp)
 			}
 		}
 		var progress bytes.Buffer
@@ -163,20 +259,23 @@ func updateKfuncProbe(t *testing.T) {
 		if m := reRelease.FindStringSubmatch(progress.String()); m != nil {
 			out.Release = m[1]
 		}
-		for i, n := range names {
-			kp := kfuncProbe{Name: n, Results: map[string]expectedProgram{}}
-			for j, s := range probeSections {
-				r := res[i*len(probeSections)+j]
-				if r.Stage == "guest" || r.Stage == "agent" || r.Stage == "request" {
-					t.Fatalf("%s: %s %s: not verified (%s): %s", profile, n, s.kind, r.Stage, r.Error)
-				}
-				e := expectedProgram{Section: s.section, Accepted: r.Accepted, Errno: r.Errno, Error: r.Error}
-				if !r.Accepted {
-					e.First = firstMessage(r.Log)
-				}
-				kp.Results[s.kind] = e
+		for _, n := range names {
+			out.Kfuncs = append(out.Kfuncs, kfuncProbe{Name: n, Results: map[string]expectedProgram{}})
+		}
+		for k, sl := range slots {
+			r, s, kp := res[k], probeSections[sl.j], &out.Kfuncs[sl.i]
+			if r.Stage == "guest" || r.Stage == "agent" || r.Stage == "request" {
+				t.Fatalf("%s: %s %s: not verified (%s): %s", profile, kp.Name, s.kind, r.Stage, r.Error)
 			}
-			out.Kfuncs = append(out.Kfuncs, kp)
+			e := expectedProgram{Section: s.section, Accepted: r.Accepted, Errno: r.Errno, Error: r.Error}
+			if !r.Accepted {
+				e.First = firstMessage(r.Log)
+			}
+			m := kp.results(sl.sh)
+			if *m == nil {
+				*m = map[string]expectedProgram{}
+			}
+			(*m)[s.kind] = e
 		}
 		data, err := json.MarshalIndent(out, "", " ")
 		if err != nil {
@@ -247,7 +346,7 @@ func TestKfuncProbe(t *testing.T) {
 			// Before fetch_kfunc_meta (6.1) the arguments are checked before KF_SLEEPABLE:
 			// only an acceptance or the sleepable message tells.
 			sleepFirst := env.Kernel.Has(btfmodel.CapVerifierKfuncMeta)
-			tables, model, total := 0, 0, 0
+			tables, model, total, taskModel, taskTotal := 0, 0, 0, 0, 0
 			for i, kp := range f.Kfuncs {
 				kf, inTable := btfmodel.LookupKfunc(env.Kernel, kp.Name)
 				var badKinds []string
@@ -284,28 +383,87 @@ func TestKfuncProbe(t *testing.T) {
 					} else {
 						tables++
 					}
-					p := probeProgram(i, j, kp.Name)
-					p.Name = kp.Name + "@" + s.kind
-					got := verifier.Check(p, env)
-					if d := truthDiff(e, got); d != "" {
-						if why, known := kfuncProbeGaps[profile+"/"+p.Name]; known {
-							t.Logf("%s: known gap (%s): %s", p.Name, why, d)
-						} else if why, known := kfuncProbeGaps[p.Name]; known {
-							t.Logf("%s: known gap (%s): %s", p.Name, why, d)
-						} else {
-							t.Errorf("model: %s: %s", p.Name, d)
+					for _, sh := range probeShapes {
+						te, ok := (*kp.results(sh))[s.kind]
+						if !ok {
+							continue
 						}
-						continue
+						if sh != (probeShape{}) {
+							taskTotal++
+						}
+						if bad := probeFlags(kf, sh, te); bad != "" {
+							t.Errorf("table: %s%s from %s: %s", kp.Name, sh, s.kind, bad)
+						}
+						if checkModel(t, profile, env, probeProgram(i, j, kp.Name, sh), kp.Name+sh.String()+"@"+s.kind, te) {
+							if sh == (probeShape{}) {
+								model++
+							} else {
+								taskModel++
+							}
+						}
 					}
-					model++
 				}
 			}
-			t.Logf("%s (%s): %d kfuncs; tables agree on %d/%d, the model on %d/%d probe programs",
-				profile, f.Release, len(f.Kfuncs), tables, total, model, total)
+			t.Logf("%s (%s): %d kfuncs; tables agree on %d/%d, the model on %d/%d probe programs and on %d/%d of the task and deref shapes",
+				profile, f.Release, len(f.Kfuncs), tables, total, model, total, taskModel, taskTotal)
 		})
 	}
 }
 
-// kfuncProbeGaps are probe programs ("<profile>/<kfunc>@<kind>" or "<kfunc>@<kind>") whose
+// String names the shape in test names: "", "(task)", "(deref)", "(task,deref)".
+func (sh probeShape) String() string {
+	var p []string
+	if sh.task {
+		p = append(p, "task")
+	}
+	if sh.deref {
+		p = append(p, "deref")
+	}
+	if len(p) == 0 {
+		return ""
+	}
+	return "(" + strings.Join(p, ",") + ")"
+}
+
+var reOrNull = regexp.MustCompile(`^R0 invalid mem access '.*or_null`)
+
+// probeFlags checks the flags a probe program shows: a leak at exit is KF_ACQUIRE's mark
+// (nothing else takes a reference), a refused load through R0 KF_RET_NULL's.
+func probeFlags(kf btfmodel.Kfunc, sh probeShape, e expectedProgram) string {
+	leak := strings.HasPrefix(e.First, "Unreleased reference")
+	if leak != kf.Has(btfmodel.KFAcquire) && (leak || e.Accepted) {
+		return fmt.Sprintf("KF_ACQUIRE=%v, kernel: accepted=%v %q", kf.Has(btfmodel.KFAcquire), e.Accepted, e.First)
+	}
+	if !sh.deref {
+		return ""
+	}
+	orNull := reOrNull.MatchString(e.First)
+	if orNull != kf.Has(btfmodel.KFRetNull) && (orNull || e.Accepted || leak) {
+		return fmt.Sprintf("KF_RET_NULL=%v, kernel: accepted=%v %q", kf.Has(btfmodel.KFRetNull), e.Accepted, e.First)
+	}
+	return ""
+}
+
+// checkModel compares the model's verdict on a probe program with the kernel's, reports a
+// difference unless kfuncProbeGaps names it, and says whether they agree.
+func checkModel(t *testing.T, profile string, env verifier.Env, p verifier.Program, name string, e expectedProgram) bool {
+	t.Helper()
+	p.Name = name
+	d := truthDiff(e, verifier.Check(p, env))
+	if d == "" {
+		return true
+	}
+	if why, known := kfuncProbeGaps[profile+"/"+name]; known {
+		t.Logf("%s: known gap (%s): %s", name, why, d)
+	} else if why, known := kfuncProbeGaps[name]; known {
+		t.Logf("%s: known gap (%s): %s", name, why, d)
+	} else {
+		t.Errorf("model: %s: %s", name, d)
+	}
+	return false
+}
+
+// kfuncProbeGaps are probe programs ("<profile>/<kfunc>@<kind>" or "<kfunc>@<kind>", with
+// the shape after the kfunc, e.g. "(task,deref)") whose
 // messages the model does not reproduce, each explained in KNOWN_GAPS.md.
 var kfuncProbeGaps = map[string]string{}
