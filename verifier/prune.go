@@ -65,10 +65,16 @@ func (c *checker) transfer(i int, lo, po regset) (regset, regset) {
 		return lo&^d | s, po&^d | s
 	case clsSTX:
 		u := d | s
-		if in.mode() == modeATOMIC && in.imm == 0xf1 {
-			u |= bit(0)
+		if in.mode() == modeATOMIC {
+			if in.imm == 0xf1 {
+				u |= bit(0)
+			}
+			return lo | u, po | u
 		}
-		return lo | u, po | u
+		// A stored value needs no precision of its own: memory loads come back unknown and
+		// spilled slots are compared exactly (frameCovers), as backtrack_insn tracks a
+		// spill's precision through the slot.
+		return lo | u, po | d
 	case clsST:
 		return lo | d, po | d
 	case clsLD:

@@ -127,6 +127,8 @@ type state struct {
 	// lock is active_lock: the bpf_spin_lock held (H3, helper_spinlock.go).
 	lock   spinLock
 	parent *visit
+	// iters are the live iterators on the stack and their references (iter.go).
+	iters []iterSlot
 	// hist is the path since the last checkpoint (jmp_history; histLost: it outgrew
 	// maxHist), for the loop message's precision marks (loopdump.go).
 	hist     []histStep
@@ -151,6 +153,7 @@ func (s *state) clone() *state {
 	c := *s
 	c.refs = append([]refState(nil), s.refs...)
 	c.callers = append([]frame(nil), s.callers...)
+	c.iters = append([]iterSlot(nil), s.iters...)
 	c.hist = s.hist[:len(s.hist):len(s.hist)] // appends copy: branches share no steps
 	return &c
 }
