@@ -343,6 +343,15 @@ func TestKfuncProbe(t *testing.T) {
 		t.Run(profile, func(t *testing.T) {
 			f := loadKfuncProbe(t, profile)
 			env := profileEnv(t, profile)
+			if f.Release == "" || f.Kernel != profile {
+				t.Errorf("probe file for %s: kernel %q, release %q: run with -update", profile, f.Kernel, f.Release)
+			}
+			// The file covers what the probe would load today (a kfunc added to the table
+			// or the BTF needs a new capture).
+			names, _ := probeNames(t, env)
+			if got := len(f.Kfuncs); got != len(names) || !slices.EqualFunc(f.Kfuncs, names, func(kp kfuncProbe, n string) bool { return kp.Name == n }) {
+				t.Errorf("probe file for %s has %d kfuncs, the probe would load %d: run with -update", profile, got, len(names))
+			}
 			// Before fetch_kfunc_meta (6.1) the arguments are checked before KF_SLEEPABLE:
 			// only an acceptance or the sleepable message tells.
 			sleepFirst := env.Kernel.Has(btfmodel.CapVerifierKfuncMeta)
