@@ -161,6 +161,29 @@ type mapElemAttr struct {
 	Flags uint64
 }
 
+// mapCreate is the BPF_MAP_CREATE syscall (a variable so that a test can stand in for the kernel).
+var mapCreate = func(attr *mapCreateAttr) (int, error) {
+	r, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_MAP_CREATE, uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr))
+	if errno != 0 {
+		return -1, fmt.Errorf("BPF_MAP_CREATE: %w", kernelErrno{errno})
+	}
+	return int(r), nil
+}
+
+// mapCreateRetry creates the map; if that fails with key or value BTF it tries once more without
+// any, as libbpf's bpf_object__create_map does ("Retrying without BTF."): some map types refuse
+// key/value BTF (BPF_MAP_TYPE_CGROUP_ARRAY has no map_check_btf, so map_check_btf in
+// kernel/bpf/syscall.c answers ENOTSUPP), and libbpf-tools' programs load only because libbpf
+// creates such maps again without it.
+func mapCreateRetry(attr mapCreateAttr) (int, error) {
+	fd, err := mapCreate(&attr)
+	if err != nil && (attr.BTFKeyTypeID != 0 || attr.BTFValueTypeID != 0) {
+		attr.BTFFD, attr.BTFKeyTypeID, attr.BTFValueTypeID = 0, 0, 0
+		fd, err = mapCreate(&attr)
+	}
+	return fd, err
+}
+
 // createMap creates a map from its spec, writes its data (key 0) and freezes it if asked.
 // Raw syscalls, so that nothing is done to a map that its wire.VerifyMap does not say (cilium/ebpf
 // freezes maps named .rodata as it creates them, for one).
@@ -180,11 +203,10 @@ func createMap(ms wire.VerifyMap) (int, error) {
 		defer h.Close() // the map holds its own reference
 		attr.BTFFD, attr.BTFKeyTypeID, attr.BTFValueTypeID = uint32(h.FD()), ms.BTFKeyTypeID, ms.BTFValueTypeID
 	}
-	r, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_MAP_CREATE, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
-	if errno != 0 {
-		return -1, fmt.Errorf("BPF_MAP_CREATE: %w", kernelErrno{errno})
+	fd, err := mapCreateRetry(attr)
+	if err != nil {
+		return -1, err
 	}
-	fd := int(r)
 	if ms.Data != nil {
 		key := uint32(0)
 		e := mapElemAttr{MapFD: uint32(fd), Key: uint64(uintptr(unsafe.Pointer(&key))), Value: uint64(uintptr(unsafe.Pointer(&ms.Data[0])))}
