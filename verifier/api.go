@@ -34,6 +34,12 @@ type Map struct {
 	MaxEntries uint32 `json:"max_entries"`
 	// ReadOnly is BPF_F_RDONLY_PROG (libbpf sets it on .rodata): the program may not write.
 	ReadOnly bool `json:"read_only,omitempty"`
+	// Data is the map's initial value (key 0 of an array: a data section's bytes; shorter
+	// than ValueSize means zeros after it), and Frozen says it was frozen (BPF_MAP_FREEZE,
+	// as libbpf does to .rodata and .kconfig). A read-only frozen array is a constant for the
+	// verifier (rodata.go).
+	Data   []byte `json:"data,omitempty"`
+	Frozen bool   `json:"frozen,omitempty"`
 	// Key and Value are the map's key and value BTF (btf_key_type_id, btf_value_type_id),
 	// nil when the map is created without BTF: local storage maps need them, and a
 	// struct bpf_spin_lock in the value is found through Value (btf_parse_fields).

@@ -38,6 +38,11 @@ func (s Skipped) String() string { return fmt.Sprintf("%s (%s): %s", s.Name, s.S
 // LoadELFObject is LoadELF that also names the programs it skipped. An object with no
 // program to verify is an error that lists them.
 func LoadELFObject(path string, kernel *btf.Spec) ([]Program, []Skipped, error) {
+	return LoadELFWith(path, kernel, ELFOptions{})
+}
+
+// LoadELFWith is LoadELFObject with options (the .kconfig values: see ELFOptions).
+func LoadELFWith(path string, kernel *btf.Spec, o ELFOptions) ([]Program, []Skipped, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
@@ -50,7 +55,7 @@ func LoadELFObject(path string, kernel *btf.Spec) ([]Program, []Skipped, error) 
 	if len(data) > MaxELFSize {
 		return nil, nil, fmt.Errorf("%s: larger than %d MiB, more than a BPF object needs", path, MaxELFSize>>20)
 	}
-	progs, skipped, err := ParseELFObject(data, kernel)
+	progs, skipped, err := ParseELFWith(data, kernel, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,6 +81,11 @@ func ParseELF(data []byte, kernel *btf.Spec) ([]Program, error) {
 
 // ParseELFObject is ParseELF that also names the programs it skipped.
 func ParseELFObject(data []byte, kernel *btf.Spec) (progs []Program, skipped []Skipped, err error) {
+	return ParseELFWith(data, kernel, ELFOptions{})
+}
+
+// ParseELFWith is ParseELFObject with options.
+func ParseELFWith(data []byte, kernel *btf.Spec, o ELFOptions) (progs []Program, skipped []Skipped, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			progs, skipped, err = nil, nil, fmt.Errorf("malformed BPF object: %v", r)
@@ -93,6 +103,7 @@ func ParseELFObject(data []byte, kernel *btf.Spec) (progs []Program, skipped []S
 	for name, m := range spec.Maps {
 		mm := Map{Name: name, Type: mapTypeName(uint32(m.Type)), KeySize: m.KeySize,
 			ValueSize: m.ValueSize, MaxEntries: m.MaxEntries, ReadOnly: strings.HasPrefix(name, ".rodata")}
+		mm.Data, mm.Frozen = sectionData(name, m) // rodata.go
 		// Key and value BTF as libbpf (and the kernel backend) create the map with them:
 		// both declared, neither void nor a data section.
 		if _, void := m.Key.(*btf.Void); m.Key != nil && m.Value != nil && !void {
@@ -105,7 +116,9 @@ func ParseELFObject(data []byte, kernel *btf.Spec) (progs []Program, skipped []S
 	var kds *btf.Datasec
 	if spec.Types != nil && spec.Types.TypeByName(btfmodel.KconfigSection, &kds) == nil {
 		// libbpf's .kconfig map: read-only and frozen (cilium/ebpf makes it at load time)
-		maps = append(maps, Map{Name: btfmodel.KconfigSection, Type: "array", KeySize: 4, ValueSize: kds.Size, MaxEntries: 1, ReadOnly: true})
+		km := Map{Name: btfmodel.KconfigSection, Type: "array", KeySize: 4, ValueSize: kds.Size, MaxEntries: 1, ReadOnly: true}
+		km.Data, km.Frozen = o.kconfigData(kds, data) // rodata.go
+		maps = append(maps, km)
 	}
 	sort.Slice(maps, func(i, j int) bool { return maps[i].Name < maps[j].Name })
 	names := make([]string, 0, len(spec.Programs))

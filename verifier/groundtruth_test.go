@@ -113,7 +113,7 @@ func truthPrograms(t testing.TB, env verifier.Env, withWire bool) []truthProgram
 				}
 			}
 		} else {
-			progs, err = verifier.LoadELF(f, env.BTF)
+			progs, _, err = verifier.LoadELFWith(f, env.BTF, elfOptions(string(env.Kernel)+"-"+string(env.Arch)))
 			if err == nil && withWire {
 				wps, err = kernel.ProgramsFromELF(f, kernel.ELFOptions{KernelBTF: env.BTF, Profile: string(env.Kernel) + "-" + string(env.Arch)})
 			}
@@ -150,6 +150,7 @@ func wireFromJSON(p verifier.Program) (wire.VerifyProgram, error) {
 		if m.ReadOnly {
 			vm.Flags = 1 << 7 // BPF_F_RDONLY_PROG
 		}
+		vm.Data, vm.Freeze = m.Data, m.Frozen // a JSON map's contents (H9)
 		wp.Maps = append(wp.Maps, vm)
 	}
 	return kernel.ProgramFromInstructions(wp, p.Instructions)

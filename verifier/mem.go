@@ -165,7 +165,7 @@ func (c *checker) memAccess(regno uint8, off, size int, write bool, value int, s
 			return err
 		}
 		if err = c.mapAccess(regno, &r, off, size); err == nil && !write && value >= 0 {
-			c.setReg(uint8(value), mkScalar(unknownScalar()))
+			c.setReg(uint8(value), mkScalar(c.mapValueRead(&r, off, size))) // H9: rodata.go
 		}
 	case r.typ == ptrToCtx:
 		err = c.ctxAccess(regno, &r, off, size, write, value)

@@ -195,7 +195,7 @@ func measure(t *testing.T, cache, profile string, objs *rwObjects) *rwReport {
 			t.Fatal(err)
 		}
 		model := map[string]verifier.Program{}
-		progs, merr := verifier.ParseELF(data, env.BTF)
+		progs, _, merr := verifier.ParseELFWith(data, env.BTF, elfOptions(profile))
 		for _, p := range progs {
 			model[p.Name] = p
 		}
