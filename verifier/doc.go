@@ -44,7 +44,8 @@
 // instead of section, attach_type ("fentry", "fexit", "fmod_ret", "lsm") and target (the
 // BTF function name, e.g. "bpf_lsm_file_open") may be given; sleepable; license; maps
 // (name, type, key_size, value_size, max_entries, read_only: BPF_F_RDONLY_PROG as libbpf
-// sets on .rodata); insns.
+// sets on .rodata; data: the value of key 0, base64, zeros after it; frozen: BPF_MAP_FREEZE
+// after data, as libbpf does to .rodata, so a read-only array is constant to the verifier); insns.
 //
 // Instructions use the kernel verifier log's notation, so log lines can be pasted back (a
 // leading "12: (79) " and a trailing "; state" are ignored):

@@ -151,6 +151,9 @@ func wireFromJSON(p verifier.Program) (wire.VerifyProgram, error) {
 			vm.Flags = 1 << 7 // BPF_F_RDONLY_PROG
 		}
 		vm.Data, vm.Freeze = m.Data, m.Frozen // a JSON map's contents (H9)
+		if len(vm.Data) > 0 && len(vm.Data) < int(m.ValueSize) {
+			vm.Data = append(append([]byte(nil), vm.Data...), make([]byte, int(m.ValueSize)-len(vm.Data))...) // zeros after it: the agent writes value_size bytes
+		}
 		wp.Maps = append(wp.Maps, vm)
 	}
 	return kernel.ProgramFromInstructions(wp, p.Instructions)

@@ -265,6 +265,12 @@ func (c *checker) memRegion(regno uint8, r *reg, off, size, memSize int, kind st
 		}
 	}
 	v := r.v
+	if r.off < 0 && c.has(btfmodel.CapVerifierNoRegOff) { // H9
+		// 7.2 keeps a constant offset in var_off: a negative one is a huge unsigned value,
+		// and check_mem_region_access says "unbounded memory access"
+		v = v.add(constScalar(uint64(int64(r.off))))
+		off -= int(r.off)
+	}
 	if v.smin < 0 && (v.smin == -1<<63 || v.smin+int64(off) < 0) {
 		c.logf("R%d min value is negative, either use unsigned index or do a if (index >=0) check.", regno)
 		return reject("EACCES")
