@@ -123,6 +123,13 @@ const (
 	// whose constant branches were folded (const_fold.c, compute_live_registers); the
 	// REG_LIVE_* marks are gone.
 	CapVerifierStaticLiveness Capability = "verifier-static-liveness"
+	// CapVerifierDynptrOverwrite: a dynptr constructor may overwrite an unreferenced dynptr
+	// (6.1: "Dynptr has to be an uninitialized dynptr"; a referenced one: "cannot overwrite
+	// referenced dynptr").
+	CapVerifierDynptrOverwrite Capability = "verifier-dynptr-overwrite"
+	// CapVerifierDynptrReleaseMsg: a dynptr passed to a release helper is checked as any
+	// dynptr argument (6.1, 6.12: "arg %d is an unacquired reference" first).
+	CapVerifierDynptrReleaseMsg Capability = "verifier-dynptr-release-msg"
 	// kfunc calls, references and RCU regions (H2, H7; verifier/kfunc*.go, refs.go).
 	// CapVerifierKfuncMeta: fetch_kfunc_meta and check_kfunc_args (6.1:
 	// btf_check_kfunc_arg_match, no trusted or RCU arguments).
@@ -262,6 +269,10 @@ var Capabilities = []CapInfo{
 	bounded(CapLogConstVarOff, "alignment messages print a constant var_off as a number"),
 	bounded(CapLogVarOffStackOff, "an out-of-bounds variable-offset stack access is reported with the instruction's off too"),
 	bounded(CapLogInfiniteLoopStates, "'infinite loop detected' is followed by the current and the old state"),
+	{Cap: CapVerifierDynptrOverwrite, After: v(6, 1), Since: v(6, 12),
+		Doc: "a dynptr constructor reinitialises an unreferenced dynptr's slots (destroy_if_dynptr_stack_slot) and refuses a referenced one"},
+	{Cap: CapVerifierDynptrReleaseMsg, After: v(6, 12), Since: v(7, 2),
+		Doc: "a released dynptr argument gets the dynptr argument messages (Expected an initialized dynptr, of type ringbuf) instead of 'arg N is an unacquired reference'"},
 	{Cap: CapVerifierStaticLiveness, After: v(6, 12), Since: v(7, 2),
 		Doc: "checkpoints keep only the registers live before their insn, by a liveness computed ahead of the walk on the CFG with constant-decided branches folded (bpf_prune_dead_branches, compute_live_registers); state dumps print no _r/_w marks; singular scalar ids are dropped"},
 	{Cap: CapVerifierKfuncMeta, After: v(6, 1), Since: v(6, 12),

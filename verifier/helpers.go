@@ -109,6 +109,9 @@ func (c *checker) call(in *insn) error {
 	case helperPerCPUPtr, helperThisCPUPtr: // H4: percpu __ksym variables, ksym.go
 		return c.percpuPtrCall(id, name)
 	}
+	if id >= helperDynptrFirst && id <= helperDynptrLast { // H8: dynptr.go
+		return c.dynptrHelperCall(id, name)
+	}
 	if unmodelled {
 		c.note("helper %s#%d is not modelled: arguments unchecked, R0 unknown", name, id)
 		c.clobberCallerSaved()

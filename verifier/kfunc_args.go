@@ -176,7 +176,9 @@ func (c *checker) kfuncArgs(d *kfuncDesc) (*kfuncMeta, error) {
 				c.logf("arg#%d expected pointer to stack or const struct bpf_dynptr", i)
 				return nil, reject("EINVAL")
 			}
-			c.note("kfunc %s: the dynptr at R%d is taken as initialised (dynptr stack slots are not modelled)", d.name, regno)
+			if err := c.kfuncDynptrArg(d.name, uint8(regno), p.Name, c.dynptrOf(1)); err != nil { // H8: dynptr.go
+				return nil, err
+			}
 			continue
 		case hasSuffix(p, "__str"):
 			if err := c.kfuncConstStr(i, regno, &r); err != nil {

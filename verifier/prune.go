@@ -173,7 +173,7 @@ func (c *checker) covers(ov *visit, cur *state, i int) bool {
 	if !c.frameCovers(&old.frame, &cur.frame, live, prec, read, ids) {
 		return false
 	}
-	return refsafe(old, cur, ids) && locksafe(old, cur, ids) // locksafe: H3, helper_spinlock.go
+	return refsafe(old, cur, ids) && locksafe(old, cur, ids) && dynptrsafe(old, cur) // locksafe: H3, helper_spinlock.go; dynptrsafe: dynptr.go
 }
 
 // frameCovers is func_states_equal for one frame: registers in live (by range when in

@@ -129,6 +129,8 @@ type state struct {
 	parent *visit
 	// iters are the live iterators on the stack and their references (iter.go).
 	iters []iterSlot
+	// dynptrs are the initialised dynptrs on the stack (STACK_DYNPTR, dynptr.go).
+	dynptrs []dynptrSlot
 	// hist is the path since the last checkpoint (jmp_history; histLost: it outgrew
 	// maxHist), for the loop message's precision marks (loopdump.go).
 	hist     []histStep
@@ -154,6 +156,7 @@ func (s *state) clone() *state {
 	c.refs = append([]refState(nil), s.refs...)
 	c.callers = append([]frame(nil), s.callers...)
 	c.iters = append([]iterSlot(nil), s.iters...)
+	c.dynptrs = append([]dynptrSlot(nil), s.dynptrs...)
 	c.hist = s.hist[:len(s.hist):len(s.hist)] // appends copy: branches share no steps
 	return &c
 }

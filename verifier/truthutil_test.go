@@ -28,11 +28,4 @@ func firstMessage(log []string) string {
 
 // knownGaps are the programs ("<profile>/<name>") where the model is known to disagree with
 // the kernel, each explained in KNOWN_GAPS.md; the ground-truth test skips exactly these.
-var knownGaps = map[string]string{
-
-	// H2: kfuncs (KNOWN_GAPS.md, kfuncs, references and RCU regions)
-	"6.12-amd64/kf_dynptr_uninit": "dynptr stack slots are not modelled",
-	"6.12-arm64/kf_dynptr_uninit": "dynptr stack slots are not modelled",
-	"7.2-amd64/kf_dynptr_uninit":  "dynptr stack slots are not modelled",
-	"7.2-arm64/kf_dynptr_uninit":  "dynptr stack slots are not modelled",
-}
+var knownGaps = map[string]string{}
