@@ -73,7 +73,7 @@ func (c *checker) dynptrAt(r *reg) (*dynptrSlot, int) {
 // dynptrOverlap is the index of a dynptr overlapping [off, off+size) of frame (-1: none).
 func (c *checker) dynptrOverlap(frame, off, size int) int {
 	for i, d := range c.st.dynptrs {
-		if d.frame == frame && off < d.off+dynptrSize && d.off < off+size {
+		if d.kind != 0 && d.frame == frame && off < d.off+dynptrSize && d.off < off+size {
 			return i
 		}
 	}
@@ -114,6 +114,9 @@ func (c *checker) dynptrArg(regno uint8, uninit bool, kind dynptrKind, ref uint3
 		}
 	}
 	if uninit {
+		if _, g := c.dynptrAt(&r); g >= 0 && c.st.dynptrs[g].kind == 0 { // a 6.1 ghost goes
+			c.st.dynptrs = append(c.st.dynptrs[:g:g], c.st.dynptrs[g+1:]...)
+		}
 		if i := c.dynptrOverlap(int(r.frameno), off, dynptrSize); i >= 0 {
 			d := c.st.dynptrs[i]
 			switch {
@@ -128,6 +131,7 @@ func (c *checker) dynptrArg(regno uint8, uninit bool, kind dynptrKind, ref uint3
 		}
 		c.fr = c.st.frameAt(int(r.frameno))
 		c.updateStackDepth(off)
+		c.growStack(off)
 		for b := off; b < off+dynptrSize; b++ {
 			c.fr.stack[slotIndex(b)] = stackMisc
 		}
@@ -136,7 +140,7 @@ func (c *checker) dynptrArg(regno uint8, uninit bool, kind dynptrKind, ref uint3
 		return nil
 	}
 	d, i := c.dynptrAt(&r)
-	if d == nil {
+	if d == nil || d.kind == 0 {
 		c.dynptrArgMsg(regno, "Expected an initialized dynptr")
 		return reject("EINVAL")
 	}
@@ -256,4 +260,31 @@ func (c *checker) dynptrOf(regno uint8) *dynptrSlot {
 	}
 	cp := *d
 	return &cp
+}
+
+// dynptrStackAccess is the program's own loads and stores on a dynptr's bytes: a load is
+// refused (check_stack_read_fixed_off: not spill, misc or zero), a store destroys the
+// dynptr (destroy_if_dynptr_stack_slot; 6.12 and 7.2 refuse it on a referenced one).
+func (c *checker) dynptrStackAccess(frame, lo, hi int, write bool) error {
+	i := c.dynptrOverlap(frame, lo, hi-lo)
+	if i < 0 {
+		return nil
+	}
+	d := c.st.dynptrs[i]
+	if !write {
+		c.logf("invalid read from stack off %d+%d size %d", lo, max(d.off-lo, 0), hi-lo)
+		return reject("EACCES")
+	}
+	if !c.has(btfmodel.CapVerifierDynptrOverwrite) {
+		// 6.1: the bytes become misc but the slot keeps its id, so a release still finds
+		// a reference there and then an uninitialised dynptr
+		c.st.dynptrs[i].kind = 0
+		return nil
+	}
+	if d.ref != 0 {
+		c.logf("cannot overwrite referenced dynptr")
+		return reject("EINVAL")
+	}
+	c.st.dynptrs = append(c.st.dynptrs[:i:i], c.st.dynptrs[i+1:]...)
+	return nil
 }

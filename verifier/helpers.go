@@ -497,6 +497,10 @@ func (c *checker) helperMem(regno uint8, r *reg, size int, zeroOK, write bool) e
 				}
 			}
 		}
+		if write && c.dynptrOverlap(int(r.frameno), lo, hi-lo) >= 0 { // H8: dynptr.go
+			c.logf("potential write to dynptr at off=%d disallowed", lo)
+			return reject("EACCES")
+		}
 		if !write {
 			c.markStackReads(lo, hi) // raw (write-only) memory is not read
 		}

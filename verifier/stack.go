@@ -81,6 +81,9 @@ func (c *checker) stackAccess(regno uint8, r *reg, off, size int, write bool, va
 		return err
 	}
 	st := c.fr
+	if err := c.dynptrStackAccess(int(r.frameno), lo, hi, write); err != nil { // dynptr.go
+		return err
+	}
 	if write {
 		c.growStack(lo)
 	}

@@ -231,4 +231,39 @@ SEC("fentry/bpf_fentry_test1") int dp_from_mem_stack(u64 *ctx)
 	return 0;
 }
 
+SEC("fentry/bpf_fentry_test1") int dp_overwrite_local(u64 *ctx)
+{
+	struct bpf_dynptr dp;
+	bpf_dynptr_from_mem(dp_buf, 16, 0, &dp);
+	*(volatile u64 *)&dp = 0;
+	dp_sink = bpf_dynptr_size(&dp);
+	return 0;
+}
+
+SEC("fentry/bpf_fentry_test1") int dp_overwrite_ringbuf(u64 *ctx)
+{
+	struct bpf_dynptr dp;
+	dp_ringbuf_reserve_dynptr(&dp_rb, 16, 0, &dp);
+	*(volatile u64 *)&dp = 0;
+	dp_ringbuf_discard_dynptr(&dp, 0);
+	return 0;
+}
+
+SEC("fentry/bpf_fentry_test1") int dp_read_bytes(u64 *ctx)
+{
+	struct bpf_dynptr dp;
+	bpf_dynptr_from_mem(dp_buf, 16, 0, &dp);
+	dp_sink = *(volatile u64 *)&dp;
+	return 0;
+}
+
+SEC("fentry/bpf_fentry_test1") int dp_helper_writes_dynptr(u64 *ctx)
+{
+	struct bpf_dynptr dp;
+	bpf_dynptr_from_mem(dp_buf, 16, 0, &dp);
+	bpf_probe_read_kernel(&dp, 8, ctx);
+	dp_sink = bpf_dynptr_size(&dp);
+	return 0;
+}
+
 char LICENSE[] SEC("license") = "GPL";
