@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf/btf"
 	"github.com/ulikunitz/xz"
@@ -130,9 +131,26 @@ func FuncByName(spec *btf.Spec, name string) (*btf.Func, error) {
 		if len(others) > 0 {
 			return nil, fmt.Errorf("%s is a BTF %s, not a function", name, strings.Join(others, ", "))
 		}
-		return nil, fmt.Errorf("function %s not found in BTF%s", name, suggest.Hint(name, funcNames(spec), ""))
+		return nil, &funcNotFoundError{spec: spec, name: name}
 	}
 	return funcs[0], nil
+}
+
+// funcNotFoundError names a function the BTF lacks. Its did-you-mean hint walks every FUNC
+// of the spec, so it is worked out only when the message is read: the verifier and the
+// generators ask for many names that are not there and only need to know that.
+type funcNotFoundError struct {
+	spec *btf.Spec
+	name string
+	once sync.Once
+	msg  string
+}
+
+func (e *funcNotFoundError) Error() string {
+	e.once.Do(func() {
+		e.msg = fmt.Sprintf("function %s not found in BTF%s", e.name, suggest.Hint(e.name, funcNames(e.spec), ""))
+	})
+	return e.msg
 }
 
 // funcNames lists the function names of a btf.Spec, for suggestions.

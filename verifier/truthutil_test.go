@@ -12,7 +12,7 @@ var NormalizeLine = verifier.NormalizeLine
 
 // notMessage matches log lines that are not messages: instructions and states ("12: ..."),
 // source lines ("; ..."), branch headers and statistics.
-var notMessage = regexp.MustCompile(`^(\d+: |; |from \d+ to \d+: |processed \d+ insns|verification time|stack depth|Validating |Func#|func#\d|last_idx|regs=|parent |mark_precise|propagating )`)
+var notMessage = regexp.MustCompile(`^(\d+:( |$)|; |from \d+ to \d+: |processed \d+ insns|verification time|stack depth|Validating |Func#|func#\d|last_idx|regs=|parent |mark_precise|propagating )`)
 
 // firstMessage is a log's first message line.
 func firstMessage(log []string) string {
