@@ -509,6 +509,12 @@ func (c *checker) helperMem(regno uint8, r *reg, size int, zeroOK, write bool) e
 		if write {
 			c.growStack(lo)
 		}
+		if !write && c.has(btfmodel.CapVerifierHelperStackRW) {
+			// H9: check_stack_range_initialized clobbers only for BPF_WRITE since helper
+			// accesses are reads or writes: a map key read keeps a spilled pointer
+			c.scratch[100+slotIndex(lo)/regSize] = true
+			return nil
+		}
 		for b := lo; b < hi; b++ {
 			c.clobberSlot(b)
 		}

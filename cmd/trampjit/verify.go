@@ -255,7 +255,13 @@ func readPrograms(path string, env verifier.Env) ([]verifier.Program, []verifier
 		}
 		return progs, nil, nil
 	}
-	progs, skipped, err := verifier.LoadELFObject(path, env.BTF)
+	// H9: .kconfig as the kernel backend fills it (the profile's config from the kernel
+	// cache); without one its contents stay unknown to the model
+	var o verifier.ELFOptions
+	if v, cfg, err := kernel.KconfigFor(string(env.Kernel) + "-" + string(env.Arch)); err == nil {
+		o = verifier.ELFOptions{Kconfig: cfg, Version: v}
+	}
+	progs, skipped, err := verifier.LoadELFWith(path, env.BTF, o)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
