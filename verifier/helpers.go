@@ -126,12 +126,16 @@ func (c *checker) call(in *insn) error {
 		c.logf("helper call is not allowed in probe")
 		return reject("EINVAL")
 	}
-	if proto.mightSleep && c.has(btfmodel.CapVerifierHelperMightSleep) && !c.prog.Sleepable {
-		if c.has(btfmodel.CapVerifierSleepableHelperMsg) {
-			c.logf("sleepable helper %s#%d in non-sleepable prog", name, id)
-		} else {
-			c.logf("helper call might sleep in a non-sleepable prog")
+	if proto.mightSleep && c.has(btfmodel.CapVerifierSleepableHelperMsg) {
+		// 7.2 check_helper_call: one in_sleepable_context test, the region named by
+		// non_sleepable_context_description (an RCU region before the program's kind).
+		if where := c.nonSleepableContext(); where != "" {
+			c.logf("sleepable helper %s#%d in %s", name, id, where)
+			return reject("EINVAL")
 		}
+	}
+	if proto.mightSleep && c.has(btfmodel.CapVerifierHelperMightSleep) && !c.prog.Sleepable {
+		c.logf("helper call might sleep in a non-sleepable prog")
 		return reject("EINVAL")
 	}
 	if err := c.helperInRCU(name, id, proto.mightSleep); err != nil { // H2: kfunc.go
@@ -542,4 +546,20 @@ func (c *checker) helperMem(regno uint8, r *reg, size int, zeroOK, write bool) e
 	}
 	c.logf("R%d type=%s expected=%s", regno, regTypeStr(c.env.Kernel, r), "fp")
 	return reject("EACCES")
+}
+
+// nonSleepableContext is 7.2's non_sleepable_context_description, "" when
+// in_sleepable_context holds.
+func (c *checker) nonSleepableContext() string {
+	switch {
+	case c.st.rcuLock > 0:
+		return "rcu_read_lock region"
+	case c.st.preemptLock > 0:
+		return "non-preemptible region"
+	case c.st.lock.held:
+		return "lock region"
+	case !c.prog.Sleepable:
+		return "non-sleepable prog"
+	}
+	return ""
 }

@@ -275,7 +275,7 @@ func (c *checker) kfuncBTFArg(d *kfuncDesc, i int, regno uint8, r *reg, ref btf.
 		return reject("EINVAL")
 	}
 	strict := release && r.refObjID != 0
-	if !structIDsMatch(r.btfType, int(r.off), ref, strict) {
+	if !c.structIDsMatch(r.btfType, int(r.off), ref, strict) {
 		what := fmt.Sprintf("args#%d", i)
 		if c.has(btfmodel.CapVerifierKfuncRegMsg) {
 			what = fmt.Sprintf("R%d", regno)
@@ -288,8 +288,10 @@ func (c *checker) kfuncBTFArg(d *kfuncDesc, i int, regno uint8, r *reg, ref btf.
 }
 
 // structIDsMatch is btf_struct_ids_match: the register's struct, or (not strict) a struct
-// nested at its offset, first members included.
-func structIDsMatch(t btf.Type, off int, want btf.Type, strict bool) bool {
+// nested at its offset, first members included. The walk is btf_struct_walk's, size 1, with
+// its messages: a pointer member at the offset logs "cannot access ptr member" before the
+// kfunc's own refusal (css_set's subsys[] for bpf_cgroup_acquire).
+func (c *checker) structIDsMatch(t btf.Type, off int, want btf.Type, strict bool) bool {
 	if off == 0 && t == want {
 		return true
 	}
@@ -297,8 +299,9 @@ func structIDsMatch(t btf.Type, off int, want btf.Type, strict bool) bool {
 		return false
 	}
 	for depth := 0; depth < 32; depth++ {
-		next := nestedStructAt(t, off)
-		if next == nil {
+		var flags typeFlag
+		res, next, _, err := c.structWalk(t, off, 1, &flags)
+		if err != nil || res != walkStruct {
 			return false
 		}
 		if next == want {
@@ -307,38 +310,6 @@ func structIDsMatch(t btf.Type, off int, want btf.Type, strict bool) bool {
 		t, off = next, 0
 	}
 	return false
-}
-
-// nestedStructAt is btf_struct_walk's WALK_STRUCT answer: the struct member that starts at
-// off (descending into members that contain it).
-func nestedStructAt(t btf.Type, off int) btf.Type {
-	for depth := 0; depth < 32; depth++ {
-		found := false
-		for _, m := range members(t) {
-			mt := skipMods(m.Type)
-			moff := int(m.Offset / 8)
-			if arr, ok := mt.(*btf.Array); ok {
-				et := skipMods(arr.Type)
-				es := typeSize(et)
-				if !isStructOrUnion(et) || es == 0 || off < moff || off >= moff+es*int(arr.Nelems) {
-					continue
-				}
-				mt, moff = et, moff+(off-moff)/es*es
-			}
-			if !isStructOrUnion(mt) || off < moff || off >= moff+typeSize(mt) {
-				continue
-			}
-			if off == moff {
-				return mt
-			}
-			t, off, found = mt, off-moff, true
-			break
-		}
-		if !found {
-			return nil
-		}
-	}
-	return nil
 }
 
 // kfuncMemSize is check_kfunc_mem_size_reg: the size register bounds a read and a write

@@ -59,7 +59,7 @@ func (c *checker) kfuncArgs61(d *kfuncDesc) (*kfuncMeta, error) {
 				c.logf("kernel function %s args#%d pointer type %s %s is not supported", d.name, i, kindStr(ref), btfName(ref))
 				return nil, reject("EINVAL")
 			}
-			if !structIDsMatch(r.btfType, int(r.off), ref, release && r.refObjID != 0) {
+			if !c.structIDsMatch(r.btfType, int(r.off), ref, release && r.refObjID != 0) {
 				c.logf("kernel function %s args#%d expected pointer to %s %s but R%d has a pointer to %s %s", d.name, i,
 					kindStr(ref), btfName(ref), regno, kindStr(r.btfType), btfName(r.btfType))
 				return nil, reject("EINVAL")

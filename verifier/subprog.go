@@ -253,9 +253,11 @@ func (c *checker) checkMaxStackDepth() error {
 	if c.has(btfmodel.CapVerifierStackRound16) {
 		round = func(d int) int { return (d + 15) / 16 * 16 } // round_up_stack_depth, JIT requested
 	}
+	// bpf_enable_priv_stack: tracing programs only; bpf_prog_check_recur is false for LSM.
+	priv := c.has(btfmodel.CapVerifierPrivStack) && c.prog.AttachType != btfmodel.LSM
 	var walk func(k, depth, frames int) error
 	walk = func(k, depth, frames int) error {
-		if d := round(c.subprogs[k].depth); !c.has(btfmodel.CapVerifierPrivStack) || d < privStackMinSize {
+		if d := round(c.subprogs[k].depth); !priv || d < privStackMinSize {
 			depth += d // 7.2: a frame of 64 bytes or more has a private stack of its own
 		}
 		if depth > stackSize {
@@ -286,7 +288,7 @@ func (c *checker) checkRecursionNamed() error {
 	n0 := len(c.log)
 	err := c.checkRecursion()
 	if err == nil {
-		return nil
+		return c.checkCallChainDepth()
 	}
 	c.log = c.log[:n0]
 	var from, to int
@@ -315,4 +317,42 @@ func (c *checker) forcePrune(i int) bool {
 	in := &c.insns[i]
 	return c.has(btfmodel.CapVerifierCallbackIterate) && in.code == clsJMP|0x80 && in.src == 0 &&
 		(in.imm == helperLoop || in.imm == helperForEachMapElem) || c.iterNextAt(i) // H2: kfunc.go
+}
+
+// checkCallChainDepth: 7.2 refuses, before do_check and with no message (EINVAL, "processed
+// 0 insns"), a program whose static chain of bpf-to-bpf calls is longer than MAX_CALL_FRAMES
+// frames and whose frames use the stack (the static stack liveness pre-pass follows stack
+// pointers along the call chain; the fuzz's 17-frame chains writing fp-8 show it). A deep
+// chain that never names r10 reaches do_check's "the call stack of 17 frames is too deep"
+// (subprog.json sj_chain_17_frames). Runs once recursion is ruled out: the graph is acyclic.
+func (c *checker) checkCallChainDepth() error {
+	usesFP := false
+	for i := range c.insns {
+		if in := &c.insns[i]; !in.filler && (in.dst == 10 || in.src == 10) && !(in.class() == clsJMP && in.op() == 0x80) {
+			usesFP = true
+		}
+	}
+	if !usesFP {
+		return nil
+	}
+	memo := make([]int, len(c.subprogs))
+	var frames func(k int) int
+	frames = func(k int) int {
+		if memo[k] > 0 {
+			return memo[k]
+		}
+		deepest := 0
+		for i := c.subprogs[k].start; i < c.subprogEnd(k); i++ {
+			in := &c.insns[i]
+			if !in.filler && in.class() == clsJMP && in.op() == 0x80 && in.src == pseudoCall {
+				deepest = max(deepest, frames(c.subprogOf[i+int(in.imm)+1]))
+			}
+		}
+		memo[k] = deepest + 1
+		return memo[k]
+	}
+	if frames(0) > c.maxCallFrames() {
+		return reject("EINVAL")
+	}
+	return nil
 }
