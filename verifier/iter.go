@@ -44,6 +44,80 @@ func (c *checker) widenImprecise(active *state) {
 		*n = mkScalar(unknownScalar())
 		n.written = w
 	}
+	keep := c.spillsKept()
+	for sp := range active.spill {
+		b := sp * regSize
+		if keep[sp] || prev.st.stack[b] != stackSpill || active.stack[b] != stackSpill {
+			continue
+		}
+		o, n := &prev.st.spill[sp], &active.spill[sp]
+		if o.typ != scalarValue || n.typ != scalarValue || o.v == n.v && o.id == n.id {
+			continue
+		}
+		*n = mkScalar(unknownScalar())
+	}
+}
+
+// spillsKept are the stack slots (spi) whose spilled scalar widening may not forget: filled
+// into a register the program may need precise (or filled in part), or reachable through
+// a pointer the program derived from R10 (a helper or kfunc may read them). The model has
+// no precision of stack slots of its own, so this is the static, program-wide answer.
+func (c *checker) spillsKept() []bool {
+	if c.iterKeep != nil {
+		return c.iterKeep
+	}
+	keep := make([]bool, stackSize/regSize)
+	all := func() {
+		for i := range keep {
+			keep[i] = true
+		}
+	}
+	for i := range c.insns {
+		in := &c.insns[i]
+		switch in.class() {
+		case clsLDX:
+			if in.src != 10 {
+				continue
+			}
+			off := int(in.off)
+			if off >= 0 || off < -stackSize {
+				continue
+			}
+			sp := (stackSize + off) / regSize
+			var po regset
+			for _, s := range c.succs(i) {
+				if s >= 0 && s < len(c.fi.prec) {
+					po |= c.fi.prec[s]
+				}
+			}
+			if in.size() != regSize || off%regSize != 0 || po&bit(in.dst) != 0 {
+				keep[sp] = true
+			}
+		case clsSTX, clsST:
+			if in.dst == 10 && in.mode() == modeATOMIC {
+				all()
+			}
+		default:
+			if in.src != 10 || !in.isX() {
+				continue
+			}
+			// rX = r10 (then rX += k): every slot from k up is within its reach
+			lo := -stackSize
+			if i+1 < len(c.insns) {
+				nx := &c.insns[i+1]
+				if nx.class() == clsALU64 && aluOpName(nx) == "+=" && !nx.isX() && nx.dst == in.dst && nx.imm < 0 {
+					lo = int(nx.imm)
+				}
+			}
+			for sp := range keep {
+				if sp*regSize-stackSize+regSize > lo {
+					keep[sp] = true
+				}
+			}
+		}
+	}
+	c.iterKeep = keep
+	return keep
 }
 
 // iterSlot is an iterator on the stack (STACK_ITER) with the reference its new took

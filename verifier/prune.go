@@ -91,6 +91,11 @@ func (c *checker) transfer(i int, lo, po regset) (regset, regset) {
 				for j := range p.args {
 					args |= bit(uint8(j + 1))
 				}
+			} else if d := c.kfuncs[i]; d != nil && d.proto != nil { // a kfunc: its BTF prototype's
+				args = 0
+				for j := range d.proto.Params {
+					args |= bit(uint8(j + 1))
+				}
 			}
 			clob := argRegs | bit(0)
 			return lo&^clob | args, po&^clob | args

@@ -72,6 +72,7 @@ type checker struct {
 	// liveFolded is 7.2's live-in registers on the constant-folded CFG (constfold.go).
 	liveFolded []regset
 	foldedBr   map[int]int
+	iterKeep   []bool // iter.go: spilled slots widening keeps
 	// jmps is jmps_processed; prevJmps and prevInsns the counters when a state was last
 	// recorded (env->prev_jmps_processed, prev_insn_processed).
 	jmps, prevJmps, prevInsns int

@@ -114,4 +114,17 @@ SEC("fentry/bpf_fentry_test1") int it_num_deref_unchecked(u64 *ctx)
 	return 0;
 }
 
+SEC("fentry/bpf_fentry_test1") int it_num_sum_spilled(u64 *ctx)
+{
+	struct bpf_iter_num it;
+	int *v;
+	volatile u64 sum = 0; /* kept on the stack: the widening must reach spilled scalars */
+	bpf_iter_num_new(&it, 0, 8);
+	while ((v = bpf_iter_num_next(&it)))
+		sum += *v;
+	bpf_iter_num_destroy(&it);
+	sink = sum;
+	return 0;
+}
+
 char LICENSE[] SEC("license") = "GPL";
