@@ -156,6 +156,9 @@ const (
 	// KF_TRUSTED_ARGS once said (a NULL one is "Possibly NULL pointer passed to trusted
 	// R%d" unless __nullable/__opt).
 	CapVerifierKfuncTrustedDefault Capability = "verifier-kfunc-trusted-default"
+	// CapVerifierStaticArgMsg: a call of a static subprogram logs btf_check_func_arg_match's
+	// "R%d is not a scalar" before the "caller:" dump.
+	CapVerifierStaticArgMsg Capability = "verifier-static-arg-msg"
 )
 
 var after61by612 = struct{ after, since Version }{v(6, 1), v(6, 12)}
@@ -260,6 +263,7 @@ var Capabilities = []CapInfo{
 	{Cap: CapVerifierRecursiveCallMsg, After: v(6, 12), Since: v(7, 2), Doc: "a recursive bpf-to-bpf call is refused before the walk: 'recursive call from %s() to %s()'"},
 	bounded(CapVerifierStackRound16, "check_max_stack_depth rounds a JITed frame's stack depth up to 16 bytes (6.1: 32)"),
 	{Cap: CapVerifierPrivStack, After: v(6, 12), Since: v(7, 2), Doc: "tracing programs' frames using 64 bytes or more (rounded) get a private stack: they leave the combined stack depth"},
+	bounded(CapVerifierStaticArgMsg, "a static subprogram's call logs 'R%d is not a scalar' (its BTF argument check) before 'caller:'; 6.1 logs it after the main program's messages"),
 	{Cap: CapVerifierGlobalVoidReturn, After: v(6, 12), Since: v(7, 2), Doc: "a global function may return void ('Global function %s() doesn't return scalar' before)"},
 	{Cap: CapVerifierRefsInState, After: v(6, 12), Since: v(7, 2), Doc: "references belong to the verifier state, not a frame: a callback's exit no longer checks them ('Unreleased reference' at the callback's exit before), the main program's exit does"},
 	bounded(CapLogLinfoFileLine, "verbose_linfo appends ' @ file:line' to a source line (6.1 prints an empty line as a bare '; ')"),

@@ -81,7 +81,11 @@ func (c *checker) prepareFuncArgs(k int) ([]globalArg, error) {
 	ret := btf.UnderlyingType(proto.Return)
 	_, void := ret.(*btf.Void)
 	if !isScalarBTF(ret) && !(void && c.has(btfmodel.CapVerifierGlobalVoidReturn)) {
-		c.logf("Global function %s() doesn't return scalar. Only those are supported.", name)
+		if c.has(btfmodel.CapVerifierGlobalVoidReturn) { // the same change reworded it
+			c.logf("Global function %s() return value not void or scalar. Only those are supported.", name)
+		} else {
+			c.logf("Global function %s() doesn't return scalar. Only those are supported.", name)
+		}
 		return nil, reject("EINVAL")
 	}
 	var args []globalArg

@@ -28,6 +28,8 @@ type subprogInfo struct {
 	global bool
 	// called is set when a global subprogram is reached (6.12 verifies only those).
 	called, verified bool
+	// unreliable is func_info_aux.unreliable: a call's arguments did not match the BTF.
+	unreliable bool
 }
 
 func (sp *subprogInfo) name() string {
@@ -306,10 +308,42 @@ func (c *checker) checkRecursionNamed() error {
 	return reject("EINVAL")
 }
 
-// staticArgMatch: btf_check_subprog_call for a static subprogram only marks it unreliable
-// when the arguments do not match its BTF; the verdict does not change, and the messages it
-// logs come after the main program's own (6.1) or not at all, so none are modelled.
-func (c *checker) staticArgMatch(k int) {}
+// staticArgMatch is btf_check_subprog_call for a static subprogram: its BTF arguments are
+// checked against the caller's registers; a mismatch only marks it unreliable (no later
+// check), the verdict does not change. 6.12 on logs the scalar argument's refusal before the
+// "caller:" dump (btf_check_func_arg_match); the static function's unsupported return or
+// argument types are refused silently (btf_prepare_func_args logs only for global ones).
+// 6.1's messages come after the main program's own, so none are modelled there.
+func (c *checker) staticArgMatch(k int) {
+	sp := &c.subprogs[k]
+	if !c.has(btfmodel.CapVerifierStaticArgMsg) || sp.fn == nil || sp.unreliable {
+		return
+	}
+	proto, ok := sp.fn.Type.(*btf.FuncProto)
+	if !ok {
+		return
+	}
+	ret := btf.UnderlyingType(proto.Return)
+	_, void := ret.(*btf.Void)
+	if len(proto.Params) > 5 || !isScalarBTF(ret) && !(void && c.has(btfmodel.CapVerifierGlobalVoidReturn)) {
+		sp.unreliable = true
+		return
+	}
+	for _, p := range proto.Params {
+		if !isScalarBTF(btf.UnderlyingType(p.Type)) {
+			sp.unreliable = true // a pointer argument of a static function: -EINVAL, no message
+			return
+		}
+	}
+	for i := range proto.Params {
+		regno := uint8(i + 1)
+		if c.st.regs[regno].typ != scalarValue {
+			c.logf("R%d is not a scalar", regno)
+			sp.unreliable = true
+			return
+		}
+	}
+}
 
 // forcePrune is 6.12's mark_force_checkpoint at a callback-calling helper: the state is
 // compared (and recorded) at every visit, ancestors included, so iterations converge.
