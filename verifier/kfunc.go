@@ -164,7 +164,7 @@ func (c *checker) kfuncCall(in *insn) error {
 			return reject("EINVAL")
 		}
 	}
-	c.clobberCallerSaved()
+	c.kfuncClobber()
 	return c.kfuncRet(d, m)
 }
 
@@ -180,8 +180,15 @@ func (c *checker) kfuncCall61(d *kfuncDesc) error {
 			return reject("EINVAL")
 		}
 	}
-	c.clobberCallerSaved()
+	c.kfuncClobber()
 	return c.kfuncRet(d, m)
+}
+
+// kfuncClobber is check_kfunc_call's mark_reg_not_init of every caller-saved register, R0
+// included: a kfunc returning void leaves R0 NOT_INIT ("R0 !read_ok" on a later read).
+func (c *checker) kfuncClobber() {
+	c.clobberCallerSaved()
+	c.st.regs[0] = reg{}
 }
 
 // allocKfunc are the acquire kfuncs that return program-local objects (void *), not
