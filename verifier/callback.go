@@ -34,25 +34,36 @@ func (c *checker) funcReg(in *insn) (reg, error) {
 // callbackCall checks a callback-calling helper's arguments and enters the callback.
 func (c *checker) callbackCall(in *insn, id int32) error {
 	name := c.helperName(id)
-	for r := uint8(1); r <= 4; r++ {
-		if err := c.readReg(r); err != nil {
-			return err
-		}
-	}
 	regs := &c.st.regs
+	// check_func_arg, argument by argument: each register is read, then its type checked.
+	if err := c.readReg(1); err != nil {
+		return err
+	}
 	if id == helperForEachMapElem {
 		r1 := regs[1]
 		if err := c.argType(1, &r1, argConstMap, name); err != nil {
 			return err
 		}
+	} else if regs[1].typ != scalarValue { // bpf_loop's nr_loops
+		c.logf("R1 type=%s expected=scalar", regTypeStr(c.env.Kernel, &regs[1]))
+		return reject("EACCES")
+	}
+	if err := c.readReg(2); err != nil {
+		return err
 	}
 	if regs[2].typ != ptrToFunc {
 		c.logf("R2 type=%s expected=func", regTypeStr(c.env.Kernel, &regs[2]))
 		return reject("EACCES")
 	}
+	if err := c.readReg(3); err != nil {
+		return err
+	}
 	if r3 := regs[3]; r3.typ != ptrToStack && !(r3.typ == scalarValue && r3.v.isConst() && r3.v.val() == 0) {
 		c.logf("R3 type=%s expected=fp", regTypeStr(c.env.Kernel, &r3))
 		return reject("EACCES")
+	}
+	if err := c.readReg(4); err != nil {
+		return err
 	}
 	sp := regs[2].subprog
 	cb := frame{callsite: c.idx, subprog: sp, callback: true, cbLo: 0, cbHi: 1, cbRefs: len(c.st.refs), helper: id}
@@ -102,10 +113,7 @@ func (c *checker) callbackCall(in *insn, id int32) error {
 // callbackExit is prepare_func_exit's callback case: R0 a scalar within the range.
 func (c *checker) callbackExit(f *frame) error {
 	r0 := &f.regs[0]
-	if r0.typ == notInit {
-		c.logf("R0 !read_ok")
-		return reject("EACCES")
-	}
+	// prepare_func_exit reads no register: an unset R0 is only "not a scalar value".
 	if r0.typ != scalarValue {
 		c.logf("R0 not a scalar value")
 		return reject("EACCES")
