@@ -235,11 +235,18 @@ func (c *checker) verifyGlobals() error {
 			if !sp.global || sp.verified || (c.has(btfmodel.CapVerifierGlobalMainFirst) && !sp.called) {
 				continue
 			}
+			n0 := len(c.log)
 			st, err := c.globalEntry(k)
-			if err != nil {
-				return err
+			if err == nil {
+				err = c.walkFrom(st, sp.start)
 			}
-			if err := c.walkFrom(st, sp.start); err != nil {
+			if err != nil {
+				if c.has(btfmodel.CapVerifierGlobalMainFirst) {
+					// 6.12 and 7.2 captures: a global function's refusal leaves only its
+					// own walk in the log, from "Validating" on (the main program's lines,
+					// its btf_ctx_access messages included, are gone).
+					c.log = c.log[n0:]
+				}
 				return err
 			}
 			sp.verified = true
