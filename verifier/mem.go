@@ -260,6 +260,8 @@ func (c *checker) memRegion(regno uint8, r *reg, off, size, memSize int, kind st
 	msg := func(o int64) {
 		if kind == "map_value" {
 			c.logf("invalid access to map value, value_size=%d off=%d size=%d", memSize, o, size)
+		} else if kind == "map_key" { // H10: __check_mem_access's PTR_TO_MAP_KEY case
+			c.logf("invalid access to map key, key_size=%d off=%d size=%d", memSize, o, size)
 		} else {
 			c.logf("invalid access to memory, mem_size=%d off=%d size=%d", memSize, o, size)
 		}
