@@ -355,14 +355,16 @@ func (c *checker) forcePrune(i int) bool {
 
 // checkCallChainDepth: 7.2 refuses, before do_check and with no message (EINVAL, "processed
 // 0 insns"), a program whose static chain of bpf-to-bpf calls is longer than MAX_CALL_FRAMES
-// frames and whose frames use the stack (the static stack liveness pre-pass follows stack
-// pointers along the call chain; the fuzz's 17-frame chains writing fp-8 show it). A deep
-// chain that never names r10 reaches do_check's "the call stack of 17 frames is too deep"
-// (subprog.json sj_chain_17_frames). Runs once recursion is ruled out: the graph is acyclic.
+// frames and that hands a stack pointer to a callee (the static stack liveness pre-pass
+// follows stack pointers along the call chain; the fuzz's 17-frame chains passing fp-8 show
+// it). A deep chain that passes none, even one writing its own stack, reaches do_check's
+// "the call stack of 17 frames is too deep" (subprog.json sj_chain_17_frames, fuzzfix.json
+// ff_chain_17_frames_stack). Runs once recursion is ruled out: the graph is acyclic.
 func (c *checker) checkCallChainDepth() error {
 	usesFP := false
 	for i := range c.insns {
-		if in := &c.insns[i]; !in.filler && (in.dst == 10 || in.src == 10) && !(in.class() == clsJMP && in.op() == 0x80) {
+		// rN = r10 for an argument register: a stack pointer handed to a callee
+		if in := &c.insns[i]; !in.filler && in.code == clsALU64|0xb0|0x08 && in.src == 10 && in.dst >= 1 && in.dst <= 5 {
 			usesFP = true
 		}
 	}
