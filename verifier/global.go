@@ -172,6 +172,13 @@ func (c *checker) checkMemReg(regno uint8, r *reg, size int) error {
 		// 6.12: no convert_ctx_access for tracing, so the context is probed by a byte read.
 		return c.ctxAccess(regno, r, int(r.off)+size-1, 1, false, -1)
 	}
+	if r.typ == ptrToCtx && c.has(btfmodel.CapVerifierMemArgNoCtx) {
+		// 7.2 btf_check_func_arg_match: check_func_arg_reg_off before check_mem_reg, so a
+		// moved context is refused for its offset first (the fuzz's captures).
+		if err := c.argCtxOff(regno, r); err != nil {
+			return err
+		}
+	}
 	saved := *r
 	r.flags &^= flagMaybeNull
 	err := c.helperMem(regno, r, size, true, false)

@@ -66,4 +66,19 @@ SEC("fentry/tcp_v4_connect") int ff_global_fail_after_ctx(u64 *ctx)
 	sink = ff_gl_read_nocheck(&x);
 	return 0;
 }
+/* 7.2 checks a global function's pointer argument for its offset first: a moved context is
+ * "dereference of modified ctx ptr" (check_func_arg_reg_off), not a type mismatch. */
+__noinline int ff_gl_peek(u64 *p)
+{
+	if (!p)
+		return 0;
+	return 1;
+}
+
+SEC("fmod_ret/bpf_modify_return_test") int ff_global_moved_ctx(u64 *ctx)
+{
+	sink = ff_gl_peek((u64 *)((char *)ctx + 3));
+	return 0;
+}
+
 char _license[] SEC("license") = "GPL";
