@@ -103,7 +103,7 @@ const (
 	CapVerifierNonStructPtrMem    Capability = "verifier-non-struct-ptr-mem"
 	CapVerifierTnumSignedNeedSign Capability = "verifier-tnum-signed-need-sign"
 	CapLogRegTypeAllPrefixes      Capability = "log-reg-type-all-prefixes"
-	// bpf-to-bpf calls, global functions and callbacks (H1).
+	// bpf-to-bpf calls, global functions and callbacks.
 	CapVerifierGlobalMainFirst  Capability = "verifier-global-main-first"
 	CapVerifierCallbackIterate  Capability = "verifier-callback-iterate"
 	CapVerifierCFGPerSubprog    Capability = "verifier-cfg-per-subprog"
@@ -130,7 +130,7 @@ const (
 	// CapVerifierDynptrReleaseMsg: a dynptr passed to a release helper is checked as any
 	// dynptr argument (6.1, 6.12: "arg %d is an unacquired reference" first).
 	CapVerifierDynptrReleaseMsg Capability = "verifier-dynptr-release-msg"
-	// kfunc calls, references and RCU regions (H2, H7; verifier/kfunc*.go, refs.go).
+	// kfunc calls, references and RCU regions (verifier/kfunc*.go, refs.go).
 	// CapVerifierKfuncMeta: fetch_kfunc_meta and check_kfunc_args (6.1:
 	// btf_check_kfunc_arg_match, no trusted or RCU arguments).
 	CapVerifierKfuncMeta Capability = "verifier-kfunc-meta"

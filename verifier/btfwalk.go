@@ -148,7 +148,7 @@ func (c *checker) loadedPtrFlags(base *reg, flags typeFlag, field string) typeFl
 			return flags | flagTrusted
 		case safeTrustedOrNull[field]:
 			return flags | flagTrusted | flagMaybeNull
-		case c.inRCUCS() && base.flags&flagMaybeNull == 0: // H2: in_rcu_cs (kfunc.go)
+		case c.inRCUCS() && base.flags&flagMaybeNull == 0: // in_rcu_cs (kfunc.go)
 			switch {
 			case safeRCU[field]:
 				return flags&^flagRCU | flagRCU

@@ -110,7 +110,7 @@ func (c *checker) resolveMaps() error {
 			c.logf("fd %d is not pointing to valid bpf_map", in.imm)
 			return reject("EBADF")
 		}
-		if err := c.mapProgCompat(idx); err != nil { // H3: helper_spinlock.go
+		if err := c.mapProgCompat(idx); err != nil { // helper_spinlock.go
 			return err
 		}
 		if in.src == pseudoMapValue {

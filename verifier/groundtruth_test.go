@@ -150,7 +150,7 @@ func wireFromJSON(p verifier.Program) (wire.VerifyProgram, error) {
 		if m.ReadOnly {
 			vm.Flags = 1 << 7 // BPF_F_RDONLY_PROG
 		}
-		vm.Data, vm.Freeze = m.Data, m.Frozen // a JSON map's contents (H9)
+		vm.Data, vm.Freeze = m.Data, m.Frozen // a JSON map's contents
 		if len(vm.Data) > 0 && len(vm.Data) < int(m.ValueSize) {
 			vm.Data = append(append([]byte(nil), vm.Data...), make([]byte, int(m.ValueSize)-len(vm.Data))...) // zeros after it: the agent writes value_size bytes
 		}

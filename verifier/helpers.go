@@ -104,12 +104,12 @@ func (c *checker) call(in *insn) error {
 		return reject("EINVAL")
 	}
 	switch id {
-	case helperForEachMapElem, helperLoop: // H1: callbacks, callback.go
+	case helperForEachMapElem, helperLoop: // callbacks, callback.go
 		return c.callbackCall(in, id)
-	case helperPerCPUPtr, helperThisCPUPtr: // H4: percpu __ksym variables, ksym.go
+	case helperPerCPUPtr, helperThisCPUPtr: // percpu __ksym variables, ksym.go
 		return c.percpuPtrCall(id, name)
 	}
-	if id >= helperDynptrFirst && id <= helperDynptrLast { // H8: dynptr.go
+	if id >= helperDynptrFirst && id <= helperDynptrLast { // dynptr.go
 		return c.dynptrHelperCall(id, name)
 	}
 	if unmodelled {
@@ -138,7 +138,7 @@ func (c *checker) call(in *insn) error {
 		c.logf("helper call might sleep in a non-sleepable prog")
 		return reject("EINVAL")
 	}
-	if err := c.helperInRCU(name, id, proto.mightSleep); err != nil { // H2: kfunc.go
+	if err := c.helperInRCU(name, id, proto.mightSleep); err != nil { // kfunc.go
 		return err
 	}
 	meta := helperMeta{mapIdx: -1}
@@ -495,13 +495,13 @@ func (c *checker) helperMem(regno uint8, r *reg, size int, zeroOK, write bool) e
 			// 6.1: privileged programs may pass uninitialised stack, but only within
 			// allocated_stack (what writes have reached).
 			for b := lo; b < hi; b++ {
-				if b < -c.fr.allocated { // H1: the frame the pointer reaches
+				if b < -c.fr.allocated { // the frame the pointer reaches
 					c.logf("invalid indirect read from stack R%d off %d+%d size %d", regno, lo, b-lo, size)
 					return reject("EACCES")
 				}
 			}
 		}
-		if write && c.dynptrOverlap(int(r.frameno), lo, hi-lo) >= 0 { // H8: dynptr.go
+		if write && c.dynptrOverlap(int(r.frameno), lo, hi-lo) >= 0 { // dynptr.go
 			c.logf("potential write to dynptr at off=%d disallowed", lo)
 			return reject("EACCES")
 		}
@@ -514,7 +514,7 @@ func (c *checker) helperMem(regno uint8, r *reg, size int, zeroOK, write bool) e
 			c.growStack(lo)
 		}
 		if !write && c.has(btfmodel.CapVerifierHelperStackRW) {
-			// H9: check_stack_range_initialized clobbers only for BPF_WRITE since helper
+			// check_stack_range_initialized clobbers only for BPF_WRITE since helper
 			// accesses are reads or writes: a map key read keeps a spilled pointer
 			c.scratch[100+slotIndex(lo)/regSize] = true
 			return nil
@@ -523,7 +523,7 @@ func (c *checker) helperMem(regno uint8, r *reg, size int, zeroOK, write bool) e
 			c.clobberSlot(b)
 		}
 		for b := lo; b < hi; b++ {
-			c.fr.stack[slotIndex(b)] = stackMisc // H1: the frame the pointer reaches
+			c.fr.stack[slotIndex(b)] = stackMisc // the frame the pointer reaches
 		}
 		c.scratch[100+slotIndex(lo)/regSize] = true
 		return nil

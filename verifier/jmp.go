@@ -10,7 +10,7 @@ func (c *checker) jmp(in *insn) (int, bool, error) {
 	op := jmpOps[in.op()>>4]
 	switch op {
 	case "call":
-		if err := c.callUnderLock(in); err != nil { // H3: helper_spinlock.go
+		if err := c.callUnderLock(in); err != nil { // helper_spinlock.go
 			return 0, false, err
 		}
 		switch {
@@ -35,7 +35,7 @@ func (c *checker) jmp(in *insn) (int, bool, error) {
 			c.logf("BPF_EXIT uses reserved fields")
 			return 0, false, reject("EINVAL")
 		}
-		if err := c.lockAtExit(); err != nil { // H3: helper_spinlock.go
+		if err := c.lockAtExit(); err != nil { // helper_spinlock.go
 			return 0, false, err
 		}
 		if c.st.curframe() > 0 {
@@ -156,7 +156,7 @@ func markPtrOrNull(st *state, id uint32, isNull bool) {
 		}
 		r.flags &^= flagMaybeNull
 		if (r.typ == ptrToMapValue && r.flags&flagLockVal == 0) || (r.typ != ptrToMapValue && r.flags&flagTrusted == 0) {
-			r.id = 0 // reg_may_point_to_spin_lock keeps it (H3)
+			r.id = 0 // reg_may_point_to_spin_lock keeps it
 		}
 	}
 	for n := 0; n <= st.curframe(); n++ { // every frame of the call stack
@@ -171,7 +171,7 @@ func markPtrOrNull(st *state, id uint32, isNull bool) {
 		}
 	}
 	if isNull {
-		st.dropNullRef(id) // H3: mark_ptr_or_null_regs releases a NULL acquired pointer's reference
+		st.dropNullRef(id) // mark_ptr_or_null_regs releases a NULL acquired pointer's reference
 	}
 }
 

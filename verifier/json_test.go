@@ -166,7 +166,7 @@ func TestParseSubprogCall(t *testing.T) {
 			t.Errorf("%q: got %v (src %d, imm %d), want %v (src %d, imm %d)", form[0], insns[0], insns[0].Src, insns[0].Constant, raw[0], raw[0].Src, raw[0].Constant)
 		}
 	}
-	// No helper and no label of that name: a kfunc call by name (H7, asmtext.go), which the
+	// No helper and no label of that name: a kfunc call by name (asmtext.go), which the
 	// profile's BTF resolves or refuses when the program is checked.
 	if insns, err := ParseInstructions([]string{"call nowhere", "exit"}, nil); err != nil || !insns[0].IsKfuncCall() || insns[0].Reference() != "nowhere" {
 		t.Errorf("call to an unknown label: %v, %v, want a kfunc call to nowhere", insns, err)

@@ -307,7 +307,7 @@ func (c *checker) iterNext() error {
 	active.regs[0].flags &^= flagMaybeNull
 	active.regs[0].id = 0
 	active.iterDepth++
-	c.widenImprecise(active) // H8: widen_imprecise_scalars (iter.go)
+	c.widenImprecise(active) // widen_imprecise_scalars (iter.go)
 	if err := c.push(active, c.idx+1); err != nil {
 		return err
 	}

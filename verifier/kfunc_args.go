@@ -176,7 +176,7 @@ func (c *checker) kfuncArgs(d *kfuncDesc) (*kfuncMeta, error) {
 				c.logf("arg#%d expected pointer to stack or const struct bpf_dynptr", i)
 				return nil, reject("EINVAL")
 			}
-			if err := c.kfuncDynptrArg(d.name, uint8(regno), p.Name, c.dynptrOf(1)); err != nil { // H8: dynptr.go
+			if err := c.kfuncDynptrArg(d.name, uint8(regno), p.Name, c.dynptrOf(1)); err != nil { // dynptr.go
 				return nil, err
 			}
 			continue

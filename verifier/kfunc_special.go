@@ -50,7 +50,7 @@ func (c *checker) kfuncSpecialArg(d *kfuncDesc, i int, r *reg, ref btf.Type) (ha
 			return true, reject("EINVAL")
 		}
 		c.note("kfunc %s: the iterator at R%d is taken as valid (iterator stack slots are not modelled)", d.name, i+1)
-		c.iterArg(d, r) // H8: the iterator's reference (iter.go)
+		c.iterArg(d, r) // the iterator's reference (iter.go)
 		return true, nil
 	case name == "bpf_list_head" || name == "bpf_rb_root":
 		if r.typ != ptrToMapValue { // nor PTR_TO_BTF_ID | MEM_ALLOC: not modelled

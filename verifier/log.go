@@ -224,7 +224,7 @@ func (c *checker) fmtReg(r *reg) string {
 				parts = append(parts, scalarParts(k, r.v)...)
 			}
 		}
-		if r.refObjID != 0 { // H2: print_reg_state's ref_obj_id, after the id
+		if r.refObjID != 0 { // print_reg_state's ref_obj_id, after the id
 			parts = append([]string{fmt.Sprintf("ref_obj_id=%d", r.refObjID)}, parts...)
 		}
 		if r.id != 0 && r.flags&flagMaybeNull != 0 {

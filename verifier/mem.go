@@ -165,13 +165,13 @@ func (c *checker) memAccess(regno uint8, off, size int, write bool, value int, s
 			return err
 		}
 		if err = c.mapAccess(regno, &r, off, size); err == nil && !write && value >= 0 {
-			c.setReg(uint8(value), mkScalar(c.mapValueRead(&r, off, size))) // H9: rodata.go
+			c.setReg(uint8(value), mkScalar(c.mapValueRead(&r, off, size))) // rodata.go
 		}
 	case r.typ == ptrToCtx:
 		err = c.ctxAccess(regno, &r, off, size, write, value)
 	case r.typ == ptrToStack:
 		err = c.stackAccess(regno, &r, off, size, write, value, stImm)
-	case r.typ == ptrToMapKey: // H1: a for_each callback's key, callback.go
+	case r.typ == ptrToMapKey: // a for_each callback's key, callback.go
 		err = c.mapKeyAccess(regno, &r, off, size, write, value)
 	case r.typ == ptrToBTFID && r.flags&flagMaybeNull == 0:
 		err = c.btfAccess(regno, &r, off, size, write, value)
@@ -260,14 +260,14 @@ func (c *checker) memRegion(regno uint8, r *reg, off, size, memSize int, kind st
 	msg := func(o int64) {
 		if kind == "map_value" {
 			c.logf("invalid access to map value, value_size=%d off=%d size=%d", memSize, o, size)
-		} else if kind == "map_key" { // H10: __check_mem_access's PTR_TO_MAP_KEY case
+		} else if kind == "map_key" { // __check_mem_access's PTR_TO_MAP_KEY case
 			c.logf("invalid access to map key, key_size=%d off=%d size=%d", memSize, o, size)
 		} else {
 			c.logf("invalid access to memory, mem_size=%d off=%d size=%d", memSize, o, size)
 		}
 	}
 	v := r.v
-	if r.off < 0 && c.has(btfmodel.CapVerifierNoRegOff) { // H9
+	if r.off < 0 && c.has(btfmodel.CapVerifierNoRegOff) { // 7.2: no reg->off, a negative constant offset is unbounded
 		// 7.2 keeps a constant offset in var_off: a negative one is a huge unsigned value,
 		// and check_mem_region_access says "unbounded memory access"
 		v = v.add(constScalar(uint64(int64(r.off))))
@@ -310,7 +310,7 @@ func (c *checker) ldImm64(in *insn) error {
 		c.setReg(in.dst, reg{typ: constPtrToMap, mapIdx: c.insnMap[c.idx], v: constScalar(0)})
 	case pseudoMapValue:
 		c.setReg(in.dst, reg{typ: ptrToMapValue, mapIdx: c.insnMap[c.idx], off: int32(in.imm64 >> 32), v: constScalar(0)})
-	case pseudoFunc: // H1: a callback's address, callback.go
+	case pseudoFunc: // a callback's address, callback.go
 		r, err := c.funcReg(in)
 		if err != nil {
 			return err

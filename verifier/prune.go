@@ -169,7 +169,7 @@ func (c *checker) covers(ov *visit, cur *state, i int) bool {
 		}
 	}
 	live, prec, read := c.fi.live[i], c.fi.prec[i], ov.read
-	if c.rangeWithin && !c.iterNextAt(i) { // H2: an iterator's next keeps liveness and precision
+	if c.rangeWithin && !c.iterNextAt(i) { // an iterator's next keeps liveness and precision
 		live, prec = ^regset(0), ^regset(0) // RANGE_WITHIN: every register, by range
 	}
 	if c.rangeWithin || len(c.subprogs) > 1 {
@@ -178,7 +178,7 @@ func (c *checker) covers(ov *visit, cur *state, i int) bool {
 	if !c.frameCovers(&old.frame, &cur.frame, live, prec, read, ids) {
 		return false
 	}
-	return refsafe(old, cur, ids) && locksafe(old, cur, ids) && dynptrsafe(old, cur) // locksafe: H3, helper_spinlock.go; dynptrsafe: dynptr.go
+	return refsafe(old, cur, ids) && locksafe(old, cur, ids) && dynptrsafe(old, cur) // locksafe: helper_spinlock.go; dynptrsafe: dynptr.go
 }
 
 // frameCovers is func_states_equal for one frame: registers in live (by range when in

@@ -64,7 +64,7 @@ func (c *checker) checkReferenceLeak() error {
 		c.logf("bpf_rcu_read_unlock is missing")
 		return reject("EINVAL")
 	}
-	if err := c.preemptLeak(false); err != nil { // H7: kfunc_special.go
+	if err := c.preemptLeak(false); err != nil { // kfunc_special.go
 		return err
 	}
 	for _, r := range c.st.refs {
@@ -80,7 +80,7 @@ func (c *checker) checkReferenceLeak() error {
 		c.logf("BPF_EXIT instruction in main prog cannot be used inside bpf_rcu_read_lock-ed region")
 		return reject("EINVAL")
 	}
-	return c.preemptLeak(true) // H7: kfunc_special.go
+	return c.preemptLeak(true) // kfunc_special.go
 }
 
 // refsafe is the references part of states_equal: the same references, ids up to the

@@ -32,8 +32,8 @@ const (
 	flagRCU
 	flagUntrusted
 	flagTrusted
-	flagRingbuf // MEM_RINGBUF (6.1 MEM_ALLOC): a bpf_ringbuf_reserve record (H3)
-	flagLockVal // not a kernel flag: a map value holding a bpf_spin_lock keeps its id (H3)
+	flagRingbuf // MEM_RINGBUF (6.1 MEM_ALLOC): a bpf_ringbuf_reserve record
+	flagLockVal // not a kernel flag: a map value holding a bpf_spin_lock keeps its id
 )
 
 // reg is struct bpf_reg_state, reduced: off is reg->off (the fixed pointer offset), v the
@@ -118,13 +118,13 @@ type state struct {
 	written uint64
 	// refs are the acquired references (acquired_refs), in the order taken.
 	refs []refState
-	// rcuLock is active_rcu_lock (7.2: active_rcu_locks, a depth): H2, kfunc.go.
+	// rcuLock is active_rcu_lock (7.2: active_rcu_locks, a depth): kfunc.go.
 	rcuLock int
-	// preemptLock is active_preempt_lock(s): bpf_preempt_disable depth (H7, kfunc_special.go).
+	// preemptLock is active_preempt_lock(s): bpf_preempt_disable depth (kfunc_special.go).
 	preemptLock int
-	// iterDepth is the active iterator's depth (bpf_iter state.depth; H2, kfunc.go).
+	// iterDepth is the active iterator's depth (bpf_iter state.depth; kfunc.go).
 	iterDepth int
-	// lock is active_lock: the bpf_spin_lock held (H3, helper_spinlock.go).
+	// lock is active_lock: the bpf_spin_lock held (helper_spinlock.go).
 	lock   spinLock
 	parent *visit
 	// iters are the live iterators on the stack and their references (iter.go).

@@ -350,7 +350,7 @@ func (c *checker) staticArgMatch(k int) {
 func (c *checker) forcePrune(i int) bool {
 	in := &c.insns[i]
 	return c.has(btfmodel.CapVerifierCallbackIterate) && in.code == clsJMP|0x80 && in.src == 0 &&
-		(in.imm == helperLoop || in.imm == helperForEachMapElem) || c.iterNextAt(i) // H2: kfunc.go
+		(in.imm == helperLoop || in.imm == helperForEachMapElem) || c.iterNextAt(i) // kfunc.go
 }
 
 // checkCallChainDepth: 7.2 refuses, before do_check and with no message (EINVAL, "processed

@@ -79,7 +79,7 @@ type checker struct {
 	epoch                     uint64
 	tmpID                     uint32 // temporary ids of check_scalar_ids
 
-	kfuncs map[int]*kfuncDesc // H2: the kfunc called at each insn (kfunc.go)
+	kfuncs map[int]*kfuncDesc // the kfunc called at each insn (kfunc.go)
 
 	// subprogs is subprog_info (index 0 the main program), subprogOf each insn's subprog.
 	subprogs  []subprogInfo
@@ -183,7 +183,7 @@ func (c *checker) setup() error {
 	if err != nil {
 		return err
 	}
-	if err := c.resolveKfuncs(); err != nil { // H2: kfunc.go, libbpf's ksym resolution
+	if err := c.resolveKfuncs(); err != nil { // kfunc.go, libbpf's ksym resolution
 		return err
 	}
 	c.loads = map[int]string{}
@@ -407,7 +407,7 @@ func (c *checker) visitState() int {
 		}
 		v.ancestor = c.epoch
 		// states_maybe_looping compares the registers byte for byte first.
-		if regsExact(v.st, c.st) && len(v.st.callers) == len(c.st.callers) && v.st.iterDepth == c.st.iterDepth && c.covers(v, c.st, c.idx) { // H2: iter_active_depths_differ
+		if regsExact(v.st, c.st) && len(v.st.callers) == len(c.st.callers) && v.st.iterDepth == c.st.iterDepth && c.covers(v, c.st, c.idx) { // iter_active_depths_differ
 			c.loopOld = v
 			return -1
 		}

@@ -255,7 +255,7 @@ func readPrograms(path string, env verifier.Env) ([]verifier.Program, []verifier
 		}
 		return progs, nil, nil
 	}
-	// H9: .kconfig as the kernel backend fills it (the profile's config from the kernel
+	// .kconfig as the kernel backend fills it (the profile's config from the kernel
 	// cache); without one its contents stay unknown to the model
 	var o verifier.ELFOptions
 	if v, cfg, err := kernel.KconfigFor(string(env.Kernel) + "-" + string(env.Arch)); err == nil {
