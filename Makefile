@@ -163,6 +163,6 @@ clean:
 RWPROFILES ?= 6.1-amd64,6.12-amd64,6.12-arm64,7.2-amd64,7.2-arm64
 RWOUT ?= /tmp/realworld/{profile}.json
 .PHONY: verifier-realworld
-verifier-realworld:
+verifier-realworld: deps
 	$(GO) test ./verifier -run '^TestRealWorld$$' -count=1 -timeout 180m -v -realworld \
 		-realworld.profiles '$(RWPROFILES)' -realworld.out '$(RWOUT)'
