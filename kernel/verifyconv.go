@@ -144,7 +144,7 @@ func ProgramsFromELFSkipped(path string, o ELFOptions) ([]wire.VerifyProgram, []
 	}
 	for _, n := range names {
 		ps := spec.Programs[n]
-		if why := unloadable(ps); why != "" {
+		if why := btfmodel.SkipReason(ps); why != "" {
 			skipped = append(skipped, SkippedProgram{Name: n, Section: ps.SectionName, Reason: why})
 			continue
 		}
@@ -155,29 +155,6 @@ func ProgramsFromELFSkipped(path string, o ELFOptions) ([]wire.VerifyProgram, []
 		out = append(out, p)
 	}
 	return out, skipped, nil
-}
-
-// unloadable says why the backend does not load a program ("" when it does); the words
-// match verifier.Unverifiable.
-func unloadable(ps *ebpf.ProgramSpec) string {
-	switch ps.Type {
-	case ebpf.Tracing:
-		switch ps.AttachType {
-		case ebpf.AttachTraceFEntry, ebpf.AttachTraceFExit, ebpf.AttachModifyReturn, ebpf.AttachTraceRawTp:
-			return ""
-		case ebpf.AttachTraceIter:
-			return "iterator programs (BPF_TRACE_ITER) are not modelled"
-		}
-		return fmt.Sprintf("tracing programs attached as %s are not modelled", ps.AttachType)
-	case ebpf.LSM:
-		if ps.AttachType == ebpf.AttachLSMMac {
-			return ""
-		}
-		return fmt.Sprintf("LSM programs attached as %s are not modelled", ps.AttachType)
-	case ebpf.UnspecifiedProgram:
-		return "libbpf knows no program type for this section"
-	}
-	return fmt.Sprintf("%s programs are not modelled (only fentry, fexit, fmod_ret, lsm and tp_btf)", ps.Type)
 }
 
 func programFromSpec(cs *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, o ELFOptions, ksyms map[string]wire.KsymRef) (wire.VerifyProgram, error) {

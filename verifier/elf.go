@@ -144,27 +144,6 @@ func ParseELFWith(data []byte, kernel *btf.Spec, o ELFOptions) (progs []Program,
 	return progs, skipped, nil
 }
 
-// Unverifiable says why a program of an object is not verified ("" when it is): the model
-// and the kernel backend load TRACING programs attached by fentry, fexit, fmod_ret and
-// tp_btf, and LSM programs (BPF_LSM_MAC); other types are skipped, not refused with the
-// object (libbpf loads them with their own rules: kprobes, tracepoints, iterators, ...).
-func Unverifiable(ps *ebpf.ProgramSpec) string {
-	switch ps.Type {
-	case ebpf.Tracing:
-		switch ps.AttachType {
-		case ebpf.AttachTraceFEntry, ebpf.AttachTraceFExit, ebpf.AttachModifyReturn, ebpf.AttachTraceRawTp:
-			return ""
-		case ebpf.AttachTraceIter:
-			return "iterator programs (BPF_TRACE_ITER) are not modelled"
-		}
-		return fmt.Sprintf("tracing programs attached as %s are not modelled", ps.AttachType)
-	case ebpf.LSM:
-		if ps.AttachType == ebpf.AttachLSMMac {
-			return ""
-		}
-		return fmt.Sprintf("LSM programs attached as %s are not modelled", ps.AttachType)
-	case ebpf.UnspecifiedProgram:
-		return "libbpf knows no program type for this section"
-	}
-	return fmt.Sprintf("%s programs are not modelled (only fentry, fexit, fmod_ret, lsm and tp_btf)", ps.Type)
-}
+// Unverifiable says why a program of an object is not verified ("" when it is): see
+// btfmodel.SkipReason, which the kernel backend shares.
+func Unverifiable(ps *ebpf.ProgramSpec) string { return btfmodel.SkipReason(ps) }
