@@ -158,14 +158,7 @@ func (c *checker) kfuncCall(in *insn) error {
 	if err := c.kfuncSpecialCall(d, sleepable); err != nil {
 		return err
 	}
-	if m.releaseRegno != 0 {
-		if !c.releaseRef(c.st.regs[m.releaseRegno].refObjID) {
-			c.logf("kfunc %s#%d reference has not been acquired before", d.name, d.btfID)
-			return reject("EINVAL")
-		}
-	}
-	c.kfuncClobber()
-	return c.kfuncRet(d, m)
+	return c.kfuncFinish(d, m)
 }
 
 // kfuncCall61 is 6.1's check_kfunc_call: btf_check_kfunc_arg_match, then the release.
@@ -174,14 +167,7 @@ func (c *checker) kfuncCall61(d *kfuncDesc) error {
 	if err != nil {
 		return err
 	}
-	if m.releaseRegno != 0 {
-		if !c.releaseRef(c.st.regs[m.releaseRegno].refObjID) {
-			c.logf("kfunc %s#%d reference has not been acquired before", d.name, d.btfID)
-			return reject("EINVAL")
-		}
-	}
-	c.kfuncClobber()
-	return c.kfuncRet(d, m)
+	return c.kfuncFinish(d, m)
 }
 
 // kfuncClobber is check_kfunc_call's mark_reg_not_init of every caller-saved register, R0
@@ -402,4 +388,17 @@ func (c *checker) helperInRCU(name string, id int32, mightSleep bool) error {
 		return reject("EINVAL")
 	}
 	return nil
+}
+
+// kfuncFinish releases a KF_RELEASE argument's reference, clobbers the caller-saved
+// registers and sets R0: the end of check_kfunc_call on every version.
+func (c *checker) kfuncFinish(d *kfuncDesc, m *kfuncMeta) error {
+	if m.releaseRegno != 0 {
+		if !c.releaseRef(c.st.regs[m.releaseRegno].refObjID) {
+			c.logf("kfunc %s#%d reference has not been acquired before", d.name, d.btfID)
+			return reject("EINVAL")
+		}
+	}
+	c.kfuncClobber()
+	return c.kfuncRet(d, m)
 }

@@ -339,16 +339,22 @@ func (c *checker) frameDump(st *state, only map[int]bool) string {
 			fmt.Fprintf(&b, " fp%d=%s", off, c.fmtReg(&st.spill[s]))
 			continue
 		}
-		valid := false
-		var t []byte
-		for j := regSize - 1; j >= 0; j-- {
-			k := st.stack[base+j]
-			valid = valid || k != stackInvalid
-			t = append(t, "?m0r"[k])
-		}
-		if valid {
+		if t, ok := slotBytes(st, base); ok {
 			fmt.Fprintf(&b, " fp%d=%s", off, t)
 		}
 	}
 	return b.String()
+}
+
+// slotBytes is an 8-byte stack slot as print_verifier_state shows it, one letter per byte
+// from the highest (? invalid, m misc, 0 zero), and whether any byte is initialised.
+func slotBytes(st *state, base int) (string, bool) {
+	valid := false
+	var t []byte
+	for j := regSize - 1; j >= 0; j-- {
+		k := st.stack[base+j]
+		valid = valid || k != stackInvalid
+		t = append(t, "?m0r"[k])
+	}
+	return string(t), valid
 }

@@ -217,14 +217,7 @@ func (c *checker) loopOldDump(old *visit) string {
 			fmt.Fprintf(&b, " fp%d%s=%s", off, m, val(&st.spill[s], sprec&(1<<uint(s)) != 0))
 			continue
 		}
-		valid := false
-		var t []byte
-		for j := regSize - 1; j >= 0; j-- {
-			k := st.stack[base+j]
-			valid = valid || k != stackInvalid
-			t = append(t, "?m0r"[k])
-		}
-		if valid {
+		if t, ok := slotBytes(st, base); ok {
 			fmt.Fprintf(&b, " fp%d%s=%s", off, m, t)
 		}
 	}
