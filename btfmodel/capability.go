@@ -69,24 +69,27 @@ const (
 	CapVerifierHelperMightSleep Capability = "verifier-helper-might-sleep"
 	CapVerifierHelperProtoMsg   Capability = "verifier-helper-proto-msg"
 	// Helpers and maps of tracing tools (verifier/helper*.go).
-	CapVerifierBTFRecord          Capability = "verifier-btf-record"
-	CapVerifierResourceLeakMsg    Capability = "verifier-resource-leak-msg"
-	CapVerifierReleaseOffMsg      Capability = "verifier-release-off-msg"
-	CapHelperStorageOwnerOrNull   Capability = "helper-storage-owner-or-null"
-	CapHelperDPathUninitBuf       Capability = "helper-d-path-uninit-buf"
-	CapVerifierConstKeyNotNull    Capability = "verifier-const-key-not-null"
-	CapVerifierSleepableSpinLock  Capability = "verifier-sleepable-spin-lock"
-	CapHelperGetStackUninitBuf    Capability = "helper-get-stack-uninit-buf"
-	CapVerifierMemSizeRaw         Capability = "verifier-mem-size-raw"
-	CapVerifierMapArgAsMem        Capability = "verifier-map-arg-as-mem"
-	CapVerifierRegNotNullMem      Capability = "verifier-reg-not-null-mem"
-	CapVerifierRangeVsRange       Capability = "verifier-range-vs-range"
-	CapVerifierSTIntoCtx          Capability = "verifier-st-into-ctx"
-	CapVerifierExitR0Precise      Capability = "verifier-exit-r0-precise"
-	CapVerifierPruneScalarIDs     Capability = "verifier-prune-scalar-ids"
-	CapVerifierStackReadAll       Capability = "verifier-stack-read-all"
-	CapVerifierSpillAnyScalar     Capability = "verifier-spill-any-scalar"
-	CapVerifierSTImmSpill         Capability = "verifier-st-imm-spill"
+	CapVerifierBTFRecord         Capability = "verifier-btf-record"
+	CapVerifierResourceLeakMsg   Capability = "verifier-resource-leak-msg"
+	CapVerifierReleaseOffMsg     Capability = "verifier-release-off-msg"
+	CapHelperStorageOwnerOrNull  Capability = "helper-storage-owner-or-null"
+	CapHelperDPathUninitBuf      Capability = "helper-d-path-uninit-buf"
+	CapVerifierConstKeyNotNull   Capability = "verifier-const-key-not-null"
+	CapVerifierSleepableSpinLock Capability = "verifier-sleepable-spin-lock"
+	CapHelperGetStackUninitBuf   Capability = "helper-get-stack-uninit-buf"
+	CapVerifierMemSizeRaw        Capability = "verifier-mem-size-raw"
+	CapVerifierMapArgAsMem       Capability = "verifier-map-arg-as-mem"
+	CapVerifierRegNotNullMem     Capability = "verifier-reg-not-null-mem"
+	CapVerifierRangeVsRange      Capability = "verifier-range-vs-range"
+	CapVerifierSTIntoCtx         Capability = "verifier-st-into-ctx"
+	CapVerifierExitR0Precise     Capability = "verifier-exit-r0-precise"
+	CapVerifierPruneScalarIDs    Capability = "verifier-prune-scalar-ids"
+	CapVerifierStackReadAll      Capability = "verifier-stack-read-all"
+	CapVerifierSpillAnyScalar    Capability = "verifier-spill-any-scalar"
+	CapVerifierSTImmSpill        Capability = "verifier-st-imm-spill"
+	// CapVerifierSTImmSpillNonZero: BPF_ST of a non-zero immediate to an aligned stack slot
+	// spills a constant; a zero one stays STACK_ZERO (check_stack_write_fixed_off).
+	CapVerifierSTImmSpillNonZero  Capability = "verifier-st-imm-spill-nonzero"
 	CapVerifierStackZeroKept      Capability = "verifier-stack-zero-kept"
 	CapVerifierNarrowFill         Capability = "verifier-narrow-fill"
 	CapVerifierAttachAfterCFG     Capability = "verifier-attach-after-cfg"
@@ -241,6 +244,8 @@ var Capabilities = []CapInfo{
 	bounded(CapVerifierStackReadAll, "stack reads are bounded by the frame, not by allocated_stack"),
 	bounded(CapVerifierSpillAnyScalar, "every aligned scalar store spills (and links) the register, also zero and unbounded ones"),
 	bounded(CapVerifierSTImmSpill, "BPF_ST of an immediate spills a constant"),
+	{Cap: CapVerifierSTImmSpillNonZero, Since: v(6, 3), Backport: []Kernel{Kernel61},
+		Doc: "BPF_ST of a non-zero immediate to an aligned stack slot spills a constant (upstream 6.3, 'track immediate values written to stack by BPF_ST instruction'; Debian 6.1.176 has it from 6.1.y stable: the fuzz's g1793 logs fp-16_w=1)"},
 	bounded(CapVerifierStackZeroKept, "STACK_ZERO survives a partial spill, and a fill of a zero spill is the constant 0"),
 	bounded(CapVerifierNarrowFill, "a fill narrower than the spill keeps the spilled value"),
 	bounded(CapVerifierAttachAfterCFG, "bpf_check resolves maps and checks the CFG before the attach target"),

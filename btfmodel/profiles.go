@@ -71,6 +71,7 @@ var Profiles = []Profile{
 			CapVerifierStackReadAll:       false,
 			CapVerifierSpillAnyScalar:     false,
 			CapVerifierSTImmSpill:         false,
+			CapVerifierSTImmSpillNonZero:  true, // 6.1.y stable backport
 			CapVerifierStackZeroKept:      false,
 			CapVerifierNarrowFill:         false,
 			CapVerifierAttachAfterCFG:     false,
@@ -183,6 +184,7 @@ var Profiles = []Profile{
 			CapVerifierStackReadAll:       true,
 			CapVerifierSpillAnyScalar:     true,
 			CapVerifierSTImmSpill:         true,
+			CapVerifierSTImmSpillNonZero:  true,
 			CapVerifierStackZeroKept:      true,
 			CapVerifierNarrowFill:         true,
 			CapVerifierAttachAfterCFG:     true,
@@ -296,6 +298,7 @@ var Profiles = []Profile{
 			CapVerifierStackReadAll:       true,
 			CapVerifierSpillAnyScalar:     true,
 			CapVerifierSTImmSpill:         true,
+			CapVerifierSTImmSpillNonZero:  true,
 			CapVerifierStackZeroKept:      true,
 			CapVerifierNarrowFill:         true,
 			CapVerifierAttachAfterCFG:     true,

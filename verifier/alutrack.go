@@ -37,7 +37,7 @@ func (c *checker) negEnd(in *insn, op string, is64 bool, dst scalar) (scalar, bo
 	return constScalar(x), true
 }
 
-// divMod is unsigned BPF_DIV or BPF_MOD by a non-zero constant, when the profile tracks
+// divMod is unsigned BPF_DIV or BPF_MOD by a constant, when the profile tracks
 // it: the quotient's range is the dividend's divided, the remainder lies below the
 // divisor (the dividend itself when already smaller).
 func (c *checker) divMod(op string, dst, src scalar, alu32 bool) (scalar, bool) {
@@ -53,8 +53,19 @@ func (c *checker) divMod(op string, dst, src scalar, alu32 bool) (scalar, bool) 
 	} else if !src.isConst() {
 		return scalar{}, false
 	}
-	if d == 0 || lo > hi {
+	if lo > hi {
 		return scalar{}, false
+	}
+	if d == 0 {
+		// BPF semantics for a known zero divisor: x / 0 is 0, x % 0 is x (kernel/bpf/verifier.c
+		// adjust_scalar_min_max_vals with the udiv/umod bounds; fuzzfix2.json).
+		if op == "/=" {
+			return constScalar(0), true
+		}
+		if alu32 {
+			return rangeScalar(lo, hi), true
+		}
+		return dst, true
 	}
 	if op == "/=" {
 		return rangeScalar(lo/d, hi/d), true

@@ -142,8 +142,10 @@ func (c *checker) stackWrite(spi, lo, hi, size, value int, stImm *int64) error {
 			src.id = c.newID() // 6.12 links the spilled copy with its source
 		}
 		c.spillReg(spi, *src, size)
-	case src == nil && stImm != nil && aligned && c.has(btfmodel.CapVerifierSTImmSpill):
-		c.spillReg(spi, mkScalar(constScalar(uint64(*stImm))), size) // 6.12: BPF_ST as a spilled constant
+	case src == nil && stImm != nil && aligned && (c.has(btfmodel.CapVerifierSTImmSpill) ||
+		(*stImm != 0 && c.has(btfmodel.CapVerifierSTImmSpillNonZero))):
+		// BPF_ST as a spilled constant; 6.1 keeps a zero one STACK_ZERO (fuzzfix2.json)
+		c.spillReg(spi, mkScalar(constScalar(uint64(*stImm))), size)
 	default:
 		c.clobberSlot(lo)
 		kind := stackMisc

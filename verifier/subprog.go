@@ -290,7 +290,7 @@ func (c *checker) checkRecursionNamed() error {
 	n0 := len(c.log)
 	err := c.checkRecursion()
 	if err == nil {
-		return c.checkCallChainDepth()
+		return nil // checkCallChainDepth follows check_attach_btf_id (verify.go)
 	}
 	c.log = c.log[:n0]
 	var from, to int
@@ -359,7 +359,9 @@ func (c *checker) forcePrune(i int) bool {
 // follows stack pointers along the call chain; the fuzz's 17-frame chains passing fp-8 show
 // it). A deep chain that passes none, even one writing its own stack, reaches do_check's
 // "the call stack of 17 frames is too deep" (subprog.json sj_chain_17_frames, fuzzfix.json
-// ff_chain_17_frames_stack). Runs once recursion is ruled out: the graph is acyclic.
+// ff_chain_17_frames_stack). Runs once recursion is ruled out: the graph is acyclic; and
+// after check_attach_btf_id, which 7.2's bpf_check calls after check_cfg: fexit/do_exit
+// with such a chain is refused for its __noreturn target (fuzzfix2.json).
 func (c *checker) checkCallChainDepth() error {
 	usesFP := false
 	for i := range c.insns {

@@ -209,7 +209,13 @@ func (c *checker) setup() error {
 	if err := c.checkCFG(); err != nil {
 		return err
 	}
-	return c.checkAttach()
+	if err := c.checkAttach(); err != nil {
+		return err
+	}
+	if c.has(btfmodel.CapVerifierRecursiveCallMsg) {
+		return c.checkCallChainDepth() // subprog.go: refused after the attach target
+	}
+	return nil
 }
 
 func (c *checker) initState() *state {
