@@ -24,31 +24,7 @@ type globalArg struct {
 }
 
 // btfKindStr is btf_type_str.
-func btfKindStr(t btf.Type) string {
-	switch t.(type) {
-	case *btf.Void:
-		return "UNKNOWN"
-	case *btf.Int:
-		return "INT"
-	case *btf.Pointer:
-		return "PTR"
-	case *btf.Array:
-		return "ARRAY"
-	case *btf.Struct:
-		return "STRUCT"
-	case *btf.Union:
-		return "UNION"
-	case *btf.Enum:
-		return "ENUM"
-	case *btf.Fwd:
-		return "FWD"
-	case *btf.FuncProto:
-		return "FUNC_PROTO"
-	case *btf.Float:
-		return "FLOAT"
-	}
-	return "UNKNOWN"
-}
+func btfKindStr(t btf.Type) string { return btfmodel.KindName(t) }
 
 func btfTypeName(t btf.Type) string {
 	if t == nil {

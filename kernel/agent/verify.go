@@ -157,26 +157,7 @@ func (v *verifier) verify(i int, p wire.VerifyProgram) (r wire.VerifyResult) {
 // funcID resolves a kernel function to its vmlinux BTF id as libbpf does
 // (btf__find_by_name_kind(BTF_KIND_FUNC): the first FUNC of that name).
 func (v *verifier) funcID(name string) (btf.TypeID, error) {
-	if v.vmlinux == nil {
-		return 0, fmt.Errorf("kernel BTF: %w", v.btfErr)
-	}
-	types, err := v.vmlinux.AnyTypesByName(name)
-	if err != nil {
-		return 0, err
-	}
-	best := btf.TypeID(0)
-	for _, t := range types {
-		if _, ok := t.(*btf.Func); !ok || t.TypeName() != name {
-			continue
-		}
-		if id, err := v.vmlinux.TypeID(t); err == nil && (best == 0 || id < best) {
-			best = id
-		}
-	}
-	if best == 0 {
-		return 0, btf.ErrNotFound
-	}
-	return best, nil
+	return v.typeID(name, func(t btf.Type) bool { _, ok := t.(*btf.Func); return ok })
 }
 
 // targetID resolves a program's attach target as libbpf's find_kernel_btf_id does: the
