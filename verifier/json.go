@@ -72,6 +72,12 @@ func ParseJSON(data []byte) ([]Program, error) {
 		if len(jp.Insns) > MaxProgInsns {
 			return nil, fmt.Errorf("%s: %d instructions: the kernel loads at most %d (BPF_COMPLEXITY_LIMIT_INSNS) and fails with E2BIG", where, len(jp.Insns), MaxProgInsns)
 		}
+		for _, m := range jp.Maps {
+			// Data is the value of key 0: BPF_MAP_UPDATE_ELEM copies exactly value_size bytes.
+			if len(m.Data) > int(m.ValueSize) {
+				return nil, fmt.Errorf("%s: map %q: data is %d bytes, more than its value_size %d", where, m.Name, len(m.Data), m.ValueSize)
+			}
+		}
 		insns, err := ParseInstructions(jp.Insns, jp.Maps)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)

@@ -139,6 +139,8 @@ func TestParseJSONErrors(t *testing.T) {
 		`{"programs": [{"name": "x", "insns": ["exit"]}]}`,
 		`{"programs": [{"name": "x", "section": "fentry/f", "insns": ["bogus"]}]}`,
 		`{"programs": [{"name": "x", "section": "fentry/f", "unknown_field": 1, "insns": ["exit"]}]}`,
+		`{"programs": [{"name": "x", "section": "fentry/f", "maps": [{"name": ".rodata", "type": "array", "key_size": 4, "value_size": 2, "max_entries": 1, "data": "AAAAAA=="}], "insns": ["exit"]}]}`,
+		`{"programs": [{"name": "x", "section": "fentry/f", "maps": [{"name": ".rodata", "type": "array", "key_size": 4, "value_size": 4, "max_entries": 1, "data": "!!"}], "insns": ["exit"]}]}`,
 	} {
 		if _, err := ParseJSON([]byte(bad)); err == nil {
 			t.Errorf("%s: parsed, want an error", bad)
