@@ -90,13 +90,22 @@ func isNullReg(r *reg) bool {
 	return r.typ == scalarValue && r.v.isConst() && r.v.val() == 0
 }
 
+// kfuncParams is the first check of every version's argument walk: a kfunc takes at most
+// MAX_BPF_FUNC_REG_ARGS (5) arguments in registers.
+func (c *checker) kfuncParams(d *kfuncDesc) ([]btf.FuncParam, error) {
+	if len(d.proto.Params) > 5 {
+		c.logf("Function %s has %d > %d args", d.name, len(d.proto.Params), 5)
+		return nil, reject("EINVAL")
+	}
+	return d.proto.Params, nil
+}
+
 // kfuncArgs is check_kfunc_args.
 func (c *checker) kfuncArgs(d *kfuncDesc) (*kfuncMeta, error) {
 	m := &kfuncMeta{}
-	params := d.proto.Params
-	if len(params) > 5 {
-		c.logf("Function %s has %d > %d args", d.name, len(params), 5)
-		return nil, reject("EINVAL")
+	params, err := c.kfuncParams(d)
+	if err != nil {
+		return nil, err
 	}
 	release := d.kf.Has(btfmodel.KFRelease)
 	trustedArgs := d.kf.Has(btfmodel.KFTrustedArgs) || release || c.has(btfmodel.CapVerifierKfuncTrustedDefault)

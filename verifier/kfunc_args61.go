@@ -11,10 +11,9 @@ import (
 // must be memory of a scalar type.
 func (c *checker) kfuncArgs61(d *kfuncDesc) (*kfuncMeta, error) {
 	m := &kfuncMeta{}
-	params := d.proto.Params
-	if len(params) > 5 {
-		c.logf("Function %s has %d > %d args", d.name, len(params), 5)
-		return nil, reject("EINVAL")
+	params, err := c.kfuncParams(d)
+	if err != nil {
+		return nil, err
 	}
 	release := d.kf.Has(btfmodel.KFRelease)
 	for i, p := range params {
