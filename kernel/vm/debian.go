@@ -332,9 +332,14 @@ var errNoSuite = errors.New("not in the Debian archive")
 func updateDebian(ctx context.Context, a *Apt, suite string) error {
 	cmd := exec.CommandContext(ctx, "apt-get", append(a.options(), "-o", "Acquire::Retries=0", "update", "-q")...)
 	cmd.Dir = a.Dir
-	var errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = a.Log, &errb
+	var outb, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &outb, &errb
 	err := cmd.Run()
+	if a.Log != nil {
+		for _, l := range strings.Split(strings.TrimSpace(outb.String()), "\n") {
+			fmt.Fprintln(a.Log, l) // whole lines: apt ends without a newline
+		}
+	}
 	msg := strings.TrimSpace(errb.String())
 	if strings.Contains(msg, "does not have a Release file") {
 		return fmt.Errorf("suite %s is %w %s (it has no dists/%s/Release)", suite, errNoSuite, a.URI, suite)
