@@ -41,6 +41,9 @@ type CaptureReport struct {
 	Cases  []CorpusCase
 	Boots  []BootStat
 	BTF    []byte // the guest's vmlinux BTF, with CopyBTF
+
+	boot   *vm.KernelImage // what was booted: Kernel, but with the files this machine reads
+	btfErr string          // why the BTF copy failed
 }
 
 // BootStat describes one guest boot.
@@ -93,7 +96,7 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 	defer cleanup()
 	fmt.Fprintf(progress, "%s-%s: %s (%s %s), %d cases, %d guests\n", o.Kernel, o.Arch, k.Release, k.Package, k.Version, len(o.Cases), o.Jobs)
 
-	rep := &CaptureReport{Kernel: k}
+	rep := &CaptureReport{Kernel: k, boot: k}
 	results := map[string]wire.CaptureResult{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -116,6 +119,8 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 			}
 			if r.btf != nil {
 				rep.BTF = r.btf
+			} else if r.btfErr != "" {
+				rep.btfErr = r.btfErr
 			}
 			rep.Boots = append(rep.Boots, boots...)
 			if err != nil && fatal == nil {
@@ -128,7 +133,7 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 		// No cases: one boot for the machine facts alone.
 		r := &runner{k: k, agent: agent, timeout: o.Timeout, progress: progress, dir: filepath.Join(work, "boots", "info"), wantBTF: o.CopyBTF}
 		_, rep.Info, rep.Boots, fatal = r.run(ctx, nil)
-		rep.BTF = r.btf
+		rep.BTF, rep.btfErr = r.btf, r.btfErr
 	}
 	if ctx.Err() != nil {
 		return rep, interrupted(ctx, o, rep, results)
@@ -138,6 +143,10 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 	}
 	for _, c := range o.Cases {
 		rep.Cases = append(rep.Cases, toCorpus(k, rep.Info, c, results[c.ID], o.BTF))
+	}
+	if o.CopyBTF && rep.BTF == nil {
+		// Every request names vmlinux.btf.xz: a corpus without it cannot be read back.
+		return rep, fmt.Errorf("%s-%s: the guest's BTF (/sys/kernel/btf/vmlinux) was not copied out (%s); nothing written", o.Kernel, o.Arch, orDefault(rep.btfErr, "the guest sent none"))
 	}
 	if o.OutDir != "" {
 		files, err := corpusFiles(rep)
@@ -165,6 +174,7 @@ type runner struct {
 	boots    int
 	wantBTF  bool   // ask the first boot for the BTF
 	btf      []byte // what it sent
+	btfErr   string // why the last copy failed
 }
 
 func (r *runner) run(ctx context.Context, cases []Case) (map[string]wire.CaptureResult, *wire.Info, []BootStat, error) {
@@ -193,6 +203,7 @@ func (r *runner) run(ctx context.Context, cases []Case) (map[string]wire.Capture
 				if b, berr := assembleBlob(res.Frames, "/sys/kernel/btf/vmlinux"); berr == nil {
 					r.btf = b
 				} else {
+					r.btfErr = berr.Error()
 					fmt.Fprintf(r.progress, "%s-%s: BTF copy-out: %v\n", r.k.Kernel, r.k.Arch, berr)
 				}
 			}
@@ -329,4 +340,11 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(b)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/ulikunitz/xz"
 
-	"github.com/trampjit/trampjit/kernel/vm"
 	"github.com/trampjit/trampjit/kernel/wire"
 )
 
@@ -41,12 +40,18 @@ func corpusFiles(rep *CaptureReport) ([]outFile, error) {
 		}
 		files = append(files, outFile{"vmlinux.btf.xz", b})
 	}
-	// The committed record says which package was booted, not where this machine cached it.
-	var k *vm.KernelImage
+	// The committed record says which package was booted, not where this machine cached it;
+	// a kernel that is no package is named by its file (or as the host) and its config's source.
+	var k any
 	if rep.Kernel != nil {
 		kk := *rep.Kernel
 		kk.Path, kk.Config, kk.Deb = "", "", ""
 		k = &kk
+		if kk.Source != "" {
+			r := rep.Kernel
+			k = &localKernelRecord{Kernel: r.Kernel, Arch: r.Arch, Release: r.Release, Source: r.Source,
+				Path: r.Path, SHA256: r.SHA256, Banner: r.Banner, Config: r.Config, Note: r.Note}
+		}
 	}
 	for _, f := range []struct {
 		name string
@@ -61,14 +66,29 @@ func corpusFiles(rep *CaptureReport) ([]outFile, error) {
 	return files, nil
 }
 
+// localKernelRecord is the kernel.json of a capture of a kernel file (--vmlinuz) or of the
+// host: no suite, package nor version, so CorpusPin reads it as the zero pin, and a
+// re-capture needs the file again (checkRecapture).
+type localKernelRecord struct {
+	Kernel  string `json:"kernel"` // the model profile its cases' requests name
+	Arch    string `json:"arch"`
+	Release string `json:"release"`
+	Source  string `json:"source"` // "vmlinuz" or "host"
+	Path    string `json:"path,omitempty"`
+	SHA256  string `json:"sha256,omitempty"`
+	Banner  string `json:"banner,omitempty"`
+	Config  string `json:"config,omitempty"`
+	Note    string `json:"note,omitempty"`
+}
+
 // interrupted keeps what an interrupted capture completed (see PartialSuffix), sets
 // rep.Cases to those cases, and returns the error saying so, wrapping ctx.Err().
 func interrupted(ctx context.Context, o CaptureOptions, rep *CaptureReport, results map[string]wire.CaptureResult) error {
 	var done []CorpusCase
 	var missing []string
 	for _, c := range o.Cases {
-		if r, ok := results[c.ID]; ok && rep.Kernel != nil {
-			done = append(done, toCorpus(rep.Kernel, rep.Info, c, r, o.BTF))
+		if r, ok := results[c.ID]; ok && rep.boot != nil {
+			done = append(done, toCorpus(rep.boot, rep.Info, c, r, o.BTF))
 		} else {
 			missing = append(missing, c.ID)
 		}

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -18,6 +21,7 @@ import (
 
 	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/internal/suggest"
+	"github.com/trampjit/trampjit/jit"
 	"github.com/trampjit/trampjit/kernel"
 	"github.com/trampjit/trampjit/kernel/vm"
 )
@@ -25,7 +29,7 @@ import (
 // kernelCommands are the subcommands of `trampjit kernel`.
 var kernelCommands = map[string]command{
 	"fetch":   {"fetch Debian kernel images (all four profiles with --all)", runKernelFetch},
-	"cases":   {"print the corpus case catalogue for a kernel and arch (JSON lines)", runKernelCases},
+	"cases":   {"print the corpus case catalogue for a kernel and arch (JSON lines, --format json or text)", runKernelCases},
 	"capture": {"boot a kernel under qemu and capture trampolines, runs and verdicts", runKernelCapture},
 	"verify":  {"load programs (ELF objects, JSON instruction lists) through a real kernel's verifier", runKernelVerify},
 }
@@ -141,15 +145,38 @@ const kernelExitStatus = `Exit status: 0 done; 1 bad input or a failed run; 2 us
 func runKernelCases(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("kernel cases", stderr)
 	p := profileFlags{fetchable: true}
+	var only, format string
 	p.register(fs.StringVar)
+	fs.StringVar(&only, "only", "", "only these cases: comma-separated exact ids or globs ('bpf_fentry_test2-*')")
+	fs.StringVar(&format, "format", "jsonl", "output format: jsonl (one case a line, the --cases format), json (one array) or text (a table)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	switch format {
+	case "jsonl", "json", "text":
+	default:
+		return usageErr("unknown --format %q (want jsonl, json or text)", format)
 	}
 	if err := p.check(); err != nil {
 		return err
 	}
+	cases, err := selectCases(kernel.Catalog(p.kernel, p.arch), only)
+	if err != nil {
+		return err
+	}
+	switch format {
+	case "json":
+		b, err := json.MarshalIndent(cases, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(append(b, '\n'))
+		return err
+	case "text":
+		return casesTable(stdout, cases)
+	}
 	enc := json.NewEncoder(stdout)
-	for _, c := range kernel.Catalog(p.kernel, p.arch) {
+	for _, c := range cases {
 		if err := enc.Encode(c); err != nil {
 			return err
 		}
@@ -157,26 +184,119 @@ func runKernelCases(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// selectCases applies --only (kernel.ParseOnly): a pattern that selects none of cases is an
+// error, as is a selection of nothing.
+func selectCases(cases []kernel.Case, only string) ([]kernel.Case, error) {
+	o, err := kernel.ParseOnly(only)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	ids := make([]string, len(cases))
+	for i, c := range cases {
+		ids[i] = c.ID
+	}
+	if err := o.Unmatched(ids); err != nil {
+		return nil, usageErr("%v", err)
+	}
+	var keep []kernel.Case
+	for _, c := range cases {
+		if o.Match(c.ID) {
+			keep = append(keep, c)
+		}
+	}
+	return keep, nil
+}
+
+// casesTable prints cases as a table: id, function, programs in attach order, run.
+func casesTable(w io.Writer, cases []kernel.Case) error {
+	rows := [][4]string{{"ID", "FUNCTION", "PROGRAMS", "RUN"}}
+	for _, c := range cases {
+		fn := c.Func
+		if c.Target == "bpf" {
+			fn += " (bpf)"
+		}
+		run := "-"
+		if c.Run {
+			run = "yes"
+		}
+		rows = append(rows, [4]string{c.ID, fn, progList(c.Progs), run})
+	}
+	var width [3]int
+	for _, r := range rows {
+		for i := range width {
+			width[i] = max(width[i], len(r[i]))
+		}
+	}
+	bw := bufio.NewWriter(w)
+	for _, r := range rows {
+		fmt.Fprintf(bw, "%-*s  %-*s  %-*s  %s\n", width[0], r[0], width[1], r[1], width[2], r[2], r[3])
+	}
+	fmt.Fprintf(bw, "%d cases\n", len(cases))
+	return bw.Flush()
+}
+
+// progList is "fentry,fexit(func_ip)", runs of one program shortened: "38×fentry".
+func progList(progs []jit.Prog) string {
+	var parts []string
+	for i := 0; i < len(progs); {
+		j := i + 1
+		for j < len(progs) && progs[j] == progs[i] {
+			j++
+		}
+		s := string(progs[i].Kind)
+		var mods []string
+		if progs[i].Sleepable {
+			mods = append(mods, "sleepable")
+		}
+		if progs[i].Cookie != 0 {
+			mods = append(mods, fmt.Sprintf("cookie=%d", progs[i].Cookie))
+		}
+		if progs[i].FuncIP {
+			mods = append(mods, "func_ip")
+		}
+		if progs[i].SessionCookie {
+			mods = append(mods, "session_cookie")
+		}
+		if len(mods) > 0 {
+			s += "(" + strings.Join(mods, ",") + ")"
+		}
+		if j-i > 1 {
+			s = fmt.Sprintf("%d×%s", j-i, s)
+		}
+		parts = append(parts, s)
+		i = j
+	}
+	return strings.Join(parts, ",")
+}
+
+// captureTarget is the kernel a capture runs on and the model profile it is compared with.
+type captureTarget struct {
+	profile, arch string
+	host          bool
+}
+
 func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("kernel capture", stderr)
 	p := profileFlags{fetchable: true}
-	var casesPath, outDir, only string
+	var casesPath, outDir, only, profile string
 	var jobs int
 	var timeout time.Duration
 	var copyBTF, host bool
 	var out output
 	p.register(fs.StringVar)
+	fs.StringVar(&profile, "profile", "", "with --host: the model profile to compare with ("+btfmodel.KernelNames()+"; default the nearest lower than its release)")
 	fs.StringVar(&casesPath, "cases", "", "cases file (JSON array or lines); default: the corpus catalogue (trampjit kernel cases)")
-	fs.StringVar(&only, "only", "", "capture only the cases whose id contains this")
-	fs.StringVar(&outDir, "o", "", "write cases.jsonl, info.json, kernel.json, boots.json here")
+	fs.StringVar(&only, "only", "", "capture only these cases: comma-separated exact ids or globs ('bpf_fentry_test2-*')")
+	fs.StringVar(&outDir, "o", "", "write cases.jsonl, info.json, kernel.json, boots.json, vmlinux.btf.xz here")
 	fs.IntVar(&jobs, "jobs", 1, "guests to run in parallel")
 	fs.DurationVar(&timeout, "timeout", 0, "hard timeout per guest (default 90s plus 5s per case)")
-	fs.BoolVar(&copyBTF, "btf", false, "also copy the guest's vmlinux BTF out (vmlinux.btf.xz)")
+	fs.BoolVar(&copyBTF, "btf", true, "with -o: copy the kernel's vmlinux BTF out (vmlinux.btf.xz, which every request names)")
 	fs.BoolVar(&host, "host", false, "capture on the running kernel instead of a guest (root; refuses where the kernel does)")
 	out.register(fs, "text or json")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: trampjit kernel capture [--cases FILE] [--only ID] [-o DIR] [--btf] [--host] [flags]\n\n"+
-			"-o DIR is checked before anything boots and replaced whole, only once every case is in.\n"+
+		fmt.Fprintf(fs.Output(), "usage: trampjit kernel capture [--kernel P | --host [--profile P]] [--cases FILE] [--only IDS] [-o DIR] [flags]\n\n"+
+			"-o DIR is checked before anything boots and replaced whole, only once every case is in,\n"+
+			"with the kernel's BTF (vmlinux.btf.xz; a capture whose BTF copy fails writes nothing).\n"+
 			"An interrupted capture leaves DIR as it was and keeps the cases that completed in\n"+
 			"DIR%s, whose %s file names the missing ones (nothing when none completed).\n"+
 			"A cases file may hold %d MiB, %d cases, %d programs per case.\n\n%s\n",
@@ -189,15 +309,35 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	if err := out.check("text", "json"); err != nil {
 		return err
 	}
-	if err := p.check(); err != nil {
-		return err
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["profile"] && !host {
+		return usageErr("--profile chooses the model profile of a --host kernel; a profile's own Debian kernel is --kernel")
 	}
+	if host && set["kernel"] {
+		return usageErr("--kernel names the Debian kernel of a profile to boot; --host captures the running kernel (--profile chooses the model profile)")
+	}
+	if set["btf"] && !copyBTF && outDir != "" {
+		return usageErr("--btf=false with -o: a corpus without its BTF cannot be read back: its requests name vmlinux.btf.xz")
+	}
+	copyBTF = copyBTF && outDir != ""
+	t := captureTarget{profile: p.kernel, arch: p.arch, host: host}
 	if host {
-		// The running kernel is captured in place: nothing boots, and the report goes to
-		// standard output only.
-		if err := refuseFlags(fs, "with --host (the running kernel, no guest)", "o", "jobs", "timeout", "btf", "arch"); err != nil {
+		// The running kernel is captured in place: nothing boots.
+		if err := refuseFlags(fs, "with --host (the running kernel, no guest)", "jobs", "timeout", "arch"); err != nil {
 			return err
 		}
+		hk, err := kernel.RunningKernel()
+		if err != nil {
+			return err
+		}
+		if t.profile, err = modelProfile(profile, hk.Release); err != nil {
+			return err
+		}
+		t.arch = runtime.GOARCH
+		fmt.Fprintf(stderr, "host kernel: %s (%s); model profile: %s\n", hk.Release, hk.Version, profileWhy(profile, t.profile))
+	} else if err := p.check(); err != nil {
+		return err
 	}
 	var cases []kernel.Case
 	if casesPath != "" {
@@ -206,33 +346,28 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
-		cases = kernel.Catalog(p.kernel, p.arch)
+		cases = kernel.Catalog(t.profile, t.arch)
 	}
-	if only != "" {
-		var keep []kernel.Case
-		for _, c := range cases {
-			if strings.Contains(c.ID, only) {
-				keep = append(keep, c)
-			}
-		}
-		cases = keep
+	cases, err := selectCases(cases, only)
+	if err != nil {
+		return err
 	}
 	if len(cases) == 0 {
 		return usageErr("no cases to capture")
 	}
 	ctx, stop := interruptible()
 	defer stop()
+	o := kernel.CaptureOptions{Kernel: t.profile, Arch: t.arch, Cases: cases,
+		OutDir: outDir, Jobs: jobs, Timeout: timeout, CopyBTF: copyBTF, Progress: stderr}
 	var rep *kernel.CaptureReport
-	var err error
 	if host {
-		rep, err = kernel.CaptureHost(ctx, p.kernel, cases, stderr)
+		rep, err = kernel.CaptureHost(ctx, o)
 		if errors.Is(err, kernel.ErrHostNotPermitted) {
 			// Nothing was captured: that is not a success.
-			return fmt.Errorf("--host: the running kernel refuses trampolines here, nothing captured: %w", err)
+			return fmt.Errorf("--host: nothing captured: %w", err)
 		}
 	} else {
-		rep, err = kernel.Capture(ctx, kernel.CaptureOptions{Kernel: p.kernel, Arch: p.arch, Cases: cases,
-			OutDir: outDir, Jobs: jobs, Timeout: timeout, CopyBTF: copyBTF, Progress: stderr})
+		rep, err = kernel.Capture(ctx, o)
 	}
 	if err != nil {
 		return asInterrupt(ctx, err)
@@ -253,6 +388,29 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%d captured, %d refused\n", ok, refused)
 	return nil
+}
+
+// modelProfile is --profile when given, else the profile nearest below the release.
+func modelProfile(flagValue, release string) (string, error) {
+	if flagValue != "" {
+		k, err := btfmodel.ParseKernel(flagValue)
+		if err != nil {
+			return "", usageErr("--profile: %v", err)
+		}
+		return string(k), nil
+	}
+	k, err := btfmodel.NearestProfile(release)
+	if err != nil {
+		return "", err
+	}
+	return string(k), nil
+}
+
+func profileWhy(flagValue, profile string) string {
+	if flagValue != "" {
+		return profile + " (--profile)"
+	}
+	return profile + " (the nearest lower; --profile to choose)"
 }
 
 func firstLine(s string) string {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,7 +15,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/kernel"
+	"github.com/trampjit/trampjit/kernel/vm"
 )
 
 const btf612Corpus = "../../testdata/kernel/6.12-amd64/vmlinux.btf.xz"
@@ -296,4 +299,78 @@ func TestKernelCaptureSignals(t *testing.T) {
 		}
 		t.Logf("qemu gone %v after SIGKILL", time.Since(t0))
 	})
+}
+
+// TestKernelCaptureHostRefused: this machine's kernel refuses trampolines to root (EPERM at
+// load). The capture says which kernel it ran on and the profile it compared with, exits 1
+// with the reason, and writes no -o directory. As uid 65534 the reason is root.
+func TestKernelCaptureHostRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the agent on the host; skipped with -short")
+	}
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	release := unix.ByteSliceToString(u.Release[:])
+	profile, err := btfmodel.NearestProfile(release)
+	if err != nil {
+		t.Skipf("host %s: %v", release, err)
+	}
+	out := filepath.Join(t.TempDir(), "host")
+	t0 := time.Now()
+	code, stdout, errOut := trampjit("kernel", "capture", "--host", "--only", "bpf_fentry_test2-*", "-o", out)
+	if code == 0 {
+		t.Skipf("this host permits trampolines (a privileged box): %s", stdout)
+	}
+	t.Logf("exit %d after %v:\n%s", code, time.Since(t0), errOut)
+	want := []string{"host kernel: " + release + " (", "model profile: " + string(profile) + " (the nearest lower; --profile to choose)",
+		"nothing captured", "refused all ", "cases with EPERM", "bpf_fentry_test2-fentry-fexit at load"}
+	if os.Geteuid() == 0 {
+		want = append(want, "root with CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN", "the running kernel itself refuses")
+	}
+	for _, w := range want {
+		if code != 1 || !strings.Contains(errOut, w) {
+			t.Errorf("exit %d; stderr lacks %q", code, w)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s written by a capture that captured nothing", out)
+	}
+	if left, _ := filepath.Glob(out + "*"); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	code, _, errOut = trampjit("kernel", "capture", "--host", "--profile", "7.2", "--only", "bpf_fentry_test2-fentry-fexit")
+	if code != 1 || !strings.Contains(errOut, "model profile: 7.2 (--profile)") {
+		t.Errorf("--profile 7.2: exit %d, %q", code, errOut)
+	}
+
+	// Not root: the agent cannot even create its map, and the reason says root.
+	setpriv, err := exec.LookPath("setpriv")
+	if os.Geteuid() != 0 || err != nil {
+		t.Skip("needs root and setpriv to run trampjit as uid 65534")
+	}
+	bin := buildCLI(t)
+	dir := filepath.Dir(bin)
+	agent := filepath.Join(dir, "agent-amd64")
+	if b, err := exec.Command("go", "build", "-o", agent, "../../kernel/agent").CombinedOutput(); err != nil {
+		t.Fatalf("build agent: %v\n%s", err, b)
+	}
+	for _, p := range []string{dir, filepath.Dir(dir)} {
+		os.Chmod(p, 0o755)
+	}
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+		bin, "kernel", "capture", "--host", "--only", "bpf_fentry_test2-fentry-fexit")
+	cmd.Env = append(os.Environ(), "TMPDIR=/tmp", kernelAgentEnv()+"="+agent)
+	b, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(b), "uid 65534: capturing on the host needs root (CAP_BPF + CAP_PERFMON + CAP_SYS_ADMIN)") {
+		t.Errorf("as uid 65534: exit %d:\n%s", cmd.ProcessState.ExitCode(), b)
+	}
+}
+
+func kernelAgentEnv() string {
+	if runtime.GOARCH == "arm64" {
+		return vm.AgentEnv + "ARM64"
+	}
+	return vm.AgentEnv + "AMD64"
 }

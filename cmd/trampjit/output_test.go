@@ -188,8 +188,8 @@ func TestExitCodesAndFlagErrors(t *testing.T) {
 		{[]string{"gne"}, 2, "unknown command \"gne\" (did you mean gen?)"},
 		{[]string{"diff", "--corpus", "x", "--format", "json", "--all"}, 2, "--all does not apply with --format json"},
 		{[]string{"kernel", "captur"}, 2, `unknown kernel subcommand "captur" (did you mean capture?)`},
-		{[]string{"kernel", "capture", "--host", "-o", "x"}, 2, "-o does not apply with --host"},
-		{[]string{"kernel", "capture", "--host", "--btf", "--jobs", "2"}, 2, "--btf, --jobs do not apply with --host"},
+		{[]string{"kernel", "capture", "--btf=false", "-o", "x"}, 2, "a corpus without its BTF cannot be read back"},
+		{[]string{"kernel", "capture", "--host", "--jobs", "2", "--timeout", "1s"}, 2, "--jobs, --timeout do not apply with --host"},
 		{[]string{"verify", "x.json", "--format", "json", "--log"}, 2, "--log does not apply with --format json"},
 	} {
 		code, _, e := trampjit(c.args...)

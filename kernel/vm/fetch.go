@@ -25,8 +25,16 @@ type KernelImage struct {
 	Path    string `json:"path,omitempty"`   // absolute path of the cached vmlinuz
 	Config  string `json:"config,omitempty"` // absolute path of the cached boot/config-*
 	Deb     string `json:"deb,omitempty"`    // the cached package
-	// Note says why this is not the build asked for (the pinned one left the archive).
+	// Note says why this is not the build asked for (the pinned one left the archive, or
+	// the guest reported another release than the file's).
 	Note string `json:"note,omitempty"`
+	// Source is "" for a Debian package of a profile, "vmlinuz" for a kernel file given by
+	// path (Path is then that file, Config where its config came from), "host" for the
+	// running kernel. Neither of the last two has a package: CorpusPin reads them as the
+	// zero pin.
+	Source string `json:"source,omitempty"`
+	SHA256 string `json:"sha256,omitempty"` // of the file given (Source "vmlinuz")
+	Banner string `json:"banner,omitempty"` // the image's "Linux version ..." string, or /proc/version
 }
 
 // ConfigValue returns a CONFIG_ option's value from the kernel's config ("y", "m", a
