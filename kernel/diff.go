@@ -14,6 +14,7 @@ import (
 
 	_ "github.com/trampjit/trampjit/amd64" // registers the x86_64 backend
 	_ "github.com/trampjit/trampjit/arm64" // registers the arm64 backend
+	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/jit"
 )
 
@@ -166,6 +167,19 @@ func Diff(c *CorpusCase) DiffResult {
 		r.Note = fmt.Sprintf("model %d bytes, kernel %d", len(img.Code), len(want))
 	}
 	return r
+}
+
+// DiffAs is Diff with the case's request generated as profile instead of the profile it
+// names: a capture of a kernel no profile was built from against the nearest model, or an
+// older kernel's capture against a newer model (what the newer kernel changed). "" is Diff.
+func DiffAs(c *CorpusCase, profile btfmodel.Kernel) DiffResult {
+	if profile == "" || profile == c.Request.Kernel {
+		return Diff(c)
+	}
+	cc, req := *c, *c.Request
+	req.Kernel = profile
+	cc.Request = &req
+	return Diff(&cc)
 }
 
 func generate(req *jit.Request) (*jit.Image, *jit.Tramp, error) {

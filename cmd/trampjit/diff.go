@@ -2,15 +2,22 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 
+	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/kernel"
 )
 
-// diffJSON is `trampjit diff --format json`.
+// diffJSON is `trampjit diff --corpus DIR --format json`.
 type diffJSON struct {
 	Corpus  string              `json:"corpus"`
+	Profile string              `json:"profile"` // the model's profile: --profile, else the requests'
 	Cases   []kernel.DiffResult `json:"cases"`
 	Images  int                 `json:"images"`    // cases where the kernel built an image
 	Same    int                 `json:"identical"` // of those, byte-identical
@@ -19,37 +26,93 @@ type diffJSON struct {
 	Unmod   int                 `json:"unmodelled"`
 }
 
+const diffUsage = `usage: trampjit diff --corpus DIR [--profile P] [--only IDS] [--all] [--format text|json]
+       trampjit diff DIR_A DIR_B [--profile P] [--only IDS] [--all] [--format text|json]
+
+The first form compares a kernel's capture with the model (each request generated with the
+profile it names, or with --profile P); the second compares two kernels' captures case by
+case: identical, same shape (other addresses), differs (side by side, section by section),
+refused by one only.
+
+`
+
 func runDiff(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("diff", stderr)
-	var dir string
+	var dir, profile, only string
 	var all bool
 	var out output
-	fs.StringVar(&dir, "corpus", "", "kernel corpus directory (testdata/kernel/<kernel>-<arch>)")
+	fs.StringVar(&dir, "corpus", "", "kernel corpus directory to compare with the model (testdata/kernel/<kernel>-<arch>)")
+	fs.StringVar(&profile, "profile", "", "model profile to generate every request as ("+btfmodel.KernelNames()+"; default: the profile each request names)")
+	fs.StringVar(&only, "only", "", "compare only these case ids (comma-separated exact ids and globs)")
 	fs.BoolVar(&all, "all", false, "list every case, not only the ones that differ")
 	out.register(fs, "text or json")
-	if err := parseFlags(fs, args); err != nil {
+	fs.Usage = func() {
+		fmt.Fprint(stderr, diffUsage)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
 	if err := out.check("text", "json"); err != nil {
 		return err
 	}
-	if dir == "" {
-		return usageErr("need --corpus DIR")
+	switch {
+	case dir != "" && len(pos) > 0:
+		return usageErr("give --corpus DIR, or two corpus directories, not both (%q)", pos[0])
+	case dir == "" && len(pos) != 2:
+		return usageErr("give --corpus DIR, or two corpus directories (DIR_A DIR_B); got %d", len(pos))
+	}
+	var prof btfmodel.Kernel
+	if profile != "" {
+		if prof, err = btfmodel.ParseKernel(profile); err != nil {
+			return usageErr("--profile: %v", err)
+		}
+	}
+	sel, err := kernel.ParseOnly(only)
+	if err != nil {
+		return usageErr("%v", err)
 	}
 	if out.format == "json" {
 		if err := refuseFlags(fs, "with --format json (JSON lists every case)", "all"); err != nil {
 			return err
 		}
 	}
+	if dir == "" {
+		return diffKernels(pos[0], pos[1], prof, sel, all, &out, stdout)
+	}
+	return diffModel(dir, prof, sel, all, &out, stdout)
+}
+
+// diffModel is `trampjit diff --corpus DIR`: the model against one kernel's capture.
+func diffModel(dir string, prof btfmodel.Kernel, sel *kernel.Only, all bool, out *output, stdout io.Writer) error {
 	cases, err := kernel.ReadCorpus(dir)
 	if err != nil {
 		return err
 	}
-	res := diffJSON{Corpus: dir}
+	ids := make([]string, len(cases))
+	for i := range cases {
+		ids[i] = cases[i].ID
+	}
+	if err := sel.Unmatched(ids); err != nil {
+		return usageErr("%v", err)
+	}
+	res := diffJSON{Corpus: dir, Profile: string(prof)}
+	model := fmt.Sprintf("model: %s (--profile)", prof)
+	if prof == "" {
+		res.Profile = strings.Join(requestProfiles(cases), ",")
+		model = fmt.Sprintf("model: %s (as the corpus's requests say)", strings.Join(requestProfiles(cases), ", "))
+	}
 	p := palette(out.colorful(stdout))
+	if out.format != "json" {
+		fmt.Fprintln(stdout, p.dim(model))
+	}
 	for i := range cases {
 		c := &cases[i]
-		d := kernel.Diff(c)
+		if !sel.Match(c.ID) {
+			continue
+		}
+		d := kernel.DiffAs(c, prof)
 		res.Cases = append(res.Cases, d)
 		if c.Error == "" {
 			res.Images++
@@ -82,9 +145,7 @@ func runDiff(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout)
 	}
 	if out.format == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := writeJSON(stdout, res); err != nil {
 			return err
 		}
 	} else {
@@ -99,4 +160,241 @@ func runDiff(args []string, stdout, stderr io.Writer) error {
 		return &exitError{code: exitDisagree, err: errReported}
 	}
 	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// requestProfiles lists the profiles a corpus's requests name, in order of first use.
+func requestProfiles(cases []kernel.CorpusCase) []string {
+	var out []string
+	seen := map[string]bool{}
+	for i := range cases {
+		if k := string(cases[i].Request.Kernel); !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// corpusRelease is info.json's release (uname -r of the captured kernel), or "".
+func corpusRelease(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "info.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var info struct {
+		Release string `json:"release"`
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return "", fmt.Errorf("%s: %w", filepath.Join(dir, "info.json"), err)
+	}
+	return info.Release, nil
+}
+
+// diffKernels is `trampjit diff DIR_A DIR_B`: kernel against kernel.
+func diffKernels(dirA, dirB string, prof btfmodel.Kernel, sel *kernel.Only, all bool, out *output, stdout io.Writer) error {
+	var sides [2][]kernel.CorpusCase
+	var rels [2]string
+	for i, dir := range []string{dirA, dirB} {
+		if fi, err := os.Stat(dir); err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		} else if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory: give two corpus directories (testdata/kernel/<kernel>-<arch>)", dir)
+		}
+		cases, err := kernel.ReadCorpus(dir)
+		if err != nil {
+			return err
+		}
+		if rels[i], err = corpusRelease(dir); err != nil {
+			return err
+		}
+		sides[i] = cases
+	}
+	cmp, err := kernel.CompareCorpora(sides[0], sides[1], &kernel.CompareOptions{Only: sel, Profile: prof})
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "--only") {
+			return usageErr("%v", err)
+		}
+		return fmt.Errorf("A %s, B %s: %v", dirA, dirB, err)
+	}
+	cmp.A.Dir, cmp.B.Dir = dirA, dirB
+	for i, s := range []*kernel.CorpusSide{&cmp.A, &cmp.B} {
+		if rels[i] != "" {
+			s.Release = rels[i]
+		}
+	}
+	if out.format == "json" {
+		if err := writeJSON(stdout, cmp); err != nil {
+			return err
+		}
+	} else {
+		writeComparison(stdout, cmp, all, palette(out.colorful(stdout)))
+	}
+	if !cmp.Agrees() {
+		return &exitError{code: exitDisagree, err: errReported}
+	}
+	return nil
+}
+
+// writeComparison prints a kernel-against-kernel comparison: the two corpora, each case
+// that does not agree (every case with all), and the summary.
+func writeComparison(w io.Writer, cmp *kernel.Comparison, all bool, p palette) {
+	for _, s := range []struct {
+		name string
+		side *kernel.CorpusSide
+	}{{"A", &cmp.A}, {"B", &cmp.B}} {
+		fmt.Fprintf(w, "%s: %s  %s, %s, requests of profile %s, %d cases\n", s.name, s.side.Dir,
+			firstNonEmpty(s.side.Release, "(release unknown)"), s.side.Arch, strings.Join(s.side.Profiles, ", "), s.side.Cases)
+	}
+	if cmp.A.Model != "" {
+		fmt.Fprintf(w, "sections: the %s model's (--profile)\n", cmp.A.Model)
+	} else {
+		fmt.Fprintln(w, "sections: each case's model, of the profile its request names")
+	}
+	for i := range cmp.Cases {
+		d := &cmp.Cases[i]
+		if d.Verdict.Agrees() && !all {
+			continue
+		}
+		writeCaseDiff(w, d, p)
+	}
+	fmt.Fprintln(w)
+	var counts []string
+	for _, v := range kernel.CaseVerdicts {
+		if n := cmp.Summary.Verdicts[v]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%s %d", v.Text(), n))
+		}
+	}
+	fmt.Fprintf(w, "%d cases: %s\n", len(cmp.Cases), strings.Join(counts, ", "))
+	if len(cmp.Summary.Sections) > 0 {
+		var secs []string
+		for _, n := range cmp.ChangedSections() {
+			secs = append(secs, fmt.Sprintf("%s %d", n, cmp.Summary.Sections[n]))
+		}
+		fmt.Fprintf(w, "sections changed (cases): %s\n", strings.Join(secs, ", "))
+	}
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// writeCaseDiff prints one case: its verdict, and for images that differ the first
+// differing instruction and both listings side by side, section by section.
+func writeCaseDiff(w io.Writer, d *kernel.CaseDiff, p palette) {
+	verdict := p.green(d.Verdict.Text())
+	if !d.Verdict.Agrees() {
+		verdict = p.red(d.Verdict.Text())
+	}
+	fmt.Fprintf(w, "%-55s %s", d.ID, verdict)
+	if d.Verdict == kernel.Differs && d.First != "" {
+		fmt.Fprintf(w, " in %s", p.cyan(d.First))
+	}
+	fmt.Fprintln(w)
+	switch d.Verdict {
+	case kernel.RefusedByA:
+		fmt.Fprintf(w, "    A: %s\n", d.A.Refusal)
+	case kernel.RefusedByBoth:
+		fmt.Fprintf(w, "    A: %s\n", d.A.Refusal)
+		if d.B.Refusal != d.A.Refusal {
+			fmt.Fprintf(w, "    B: %s\n", d.B.Refusal)
+		}
+	case kernel.RefusedByB:
+		fmt.Fprintf(w, "    B: %s\n", d.B.Refusal)
+	case kernel.RefusedDifferently:
+		fmt.Fprintf(w, "    A: %s\n    B: %s\n", d.A.Refusal, d.B.Refusal)
+	case kernel.OnlyInA:
+		if d.A.Refusal != "" {
+			fmt.Fprintf(w, "    A: %s\n", d.A.Refusal)
+		}
+	case kernel.OnlyInB:
+		if d.B.Refusal != "" {
+			fmt.Fprintf(w, "    B: %s\n", d.B.Refusal)
+		}
+	case kernel.Differs:
+		writeSections(w, d, p)
+	}
+	if d.Note != "" {
+		fmt.Fprintf(w, "    %s\n", p.dim(d.Note))
+	}
+}
+
+// writeSections prints a differing case's images as two columns (A | B), section by
+// section; unchanged sections and unchanged runs inside a section are elided.
+func writeSections(w io.Writer, d *kernel.CaseDiff, p palette) {
+	fmt.Fprintf(w, "    first difference: A %s\n                      B %s\n", d.FirstA, d.FirstB)
+	for _, s := range []*kernel.CaseSide{d.A, d.B} {
+		if s.Note != "" {
+			fmt.Fprintf(w, "    %s\n", p.dim(s.Note))
+		}
+	}
+	col := func(in *kernel.Insn) string {
+		if in == nil {
+			return ""
+		}
+		return fmt.Sprintf("%4x  %s", in.Offset, in.Asm)
+	}
+	width := 20
+	for _, s := range d.Sections {
+		for _, r := range s.Rows {
+			width = max(width, len(col(r.A)))
+		}
+	}
+	width = min(width, 56)
+	var same []string
+	sameRows := 0
+	flush := func() {
+		if sameRows > 0 {
+			fmt.Fprintf(w, "      %s\n", p.dim(fmt.Sprintf("... %d identical (%s)", sameRows, strings.Join(same, ", "))))
+		}
+		same, sameRows = nil, 0
+	}
+	for _, s := range d.Sections {
+		if !s.Changed {
+			same = append(same, s.Name)
+			sameRows += len(s.Rows)
+			continue
+		}
+		flush()
+		fmt.Fprintf(w, "    %s\n", p.cyan("<"+s.Name+">"))
+		for i := 0; i < len(s.Rows); {
+			r := s.Rows[i]
+			if !r.Differs && !nearDiff(s.Rows, i) {
+				j := i
+				for j < len(s.Rows) && !s.Rows[j].Differs && !nearDiff(s.Rows, j) {
+					j++
+				}
+				fmt.Fprintf(w, "      %s\n", p.dim(fmt.Sprintf("... %d identical", j-i)))
+				i = j
+				continue
+			}
+			mark, a, b := " ", col(r.A), col(r.B)
+			a += strings.Repeat(" ", max(0, width-len(a)))
+			if r.Differs {
+				mark, a, b = p.red("*"), p.red(a), p.red(b)
+			}
+			fmt.Fprintf(w, "    %s %s | %s\n", mark, a, b)
+			i++
+		}
+	}
+	flush()
+}
+
+// nearDiff reports whether row i is next to a differing row: the context kept around a
+// difference.
+func nearDiff(rows []kernel.Row, i int) bool {
+	return i > 0 && rows[i-1].Differs || i+1 < len(rows) && rows[i+1].Differs
 }
