@@ -242,8 +242,9 @@ type Labelled struct {
 // LabelSections decodes a case's kernel image and names each instruction's section: the
 // model's image of the same request (generated as profile, or the request's own profile when
 // profile is "") is aligned with the kernel's instructions, compared modulo embedded
-// addresses. A matched instruction takes the model's section; an unmatched one the section
-// of the nearest matched instruction before it (the first section if there is none).
+// addresses. A matched instruction takes the model's section; one that replaces a model
+// instruction (a gap on both sides) that instruction's; an added one the section of the
+// nearest matched instruction before it (the first section if there is none).
 func LabelSections(c *CorpusCase, profile btfmodel.Kernel) (*Labelled, error) {
 	code, err := hex.DecodeString(c.Image)
 	if err != nil {
@@ -295,8 +296,11 @@ func LabelSections(c *CorpusCase, profile btfmodel.Kernel) (*Labelled, error) {
 		first = model[0].Section
 	}
 	last := first
-	for _, p := range pairs {
+	for _, p := range zipGaps(pairs) {
 		switch {
+		case p.a >= 0 && p.b >= 0 && p.gap:
+			// A replaced instruction: the section of the one it replaces.
+			l.Insns[p.a].Section = model[p.b].Section
 		case p.a >= 0 && p.b >= 0:
 			last = model[p.b].Section
 			l.Insns[p.a].Section = last

@@ -252,7 +252,7 @@ func refusal(c *CorpusCase) string {
 
 // btfID is a BTF type id in a kernel message ("attach_btf_id 55849 points to disabled
 // hook"): each kernel's BTF numbers its types differently, as its addresses differ.
-var btfID = regexp.MustCompile(`\bbtf_id \d+`)
+var btfID = regexp.MustCompile(`btf_id \d+`)
 
 // sameRefusal compares two refusals by the kernel's message (the verifier log's last line,
 // BTF ids aside), else by errno.
