@@ -267,13 +267,19 @@ func writeComparison(w io.Writer, cmp *kernel.Comparison, all bool, p palette) {
 		writeCaseDiff(w, d, p)
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "A %s (profile %s), B %s (profile %s)\n", firstNonEmpty(cmp.A.Release, cmp.A.Dir), strings.Join(cmp.A.Profiles, ", "),
+		firstNonEmpty(cmp.B.Release, cmp.B.Dir), strings.Join(cmp.B.Profiles, ", "))
 	var counts []string
 	for _, v := range kernel.CaseVerdicts {
 		if n := cmp.Summary.Verdicts[v]; n > 0 {
 			counts = append(counts, fmt.Sprintf("%s %d", v.Text(), n))
 		}
 	}
-	fmt.Fprintf(w, "%d cases: %s\n", len(cmp.Cases), strings.Join(counts, ", "))
+	noun := "cases"
+	if len(cmp.Cases) == 1 {
+		noun = "case"
+	}
+	fmt.Fprintf(w, "%d %s: %s\n", len(cmp.Cases), noun, strings.Join(counts, ", "))
 	if len(cmp.Summary.Sections) > 0 {
 		var secs []string
 		for _, n := range cmp.ChangedSections() {
@@ -386,7 +392,7 @@ func writeSections(w io.Writer, d *kernel.CaseDiff, p palette) {
 			if r.Differs {
 				mark, a, b = p.red("*"), p.red(a), p.red(b)
 			}
-			fmt.Fprintf(w, "    %s %s | %s\n", mark, a, b)
+			fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("    %s %s | %s", mark, a, b), " "))
 			i++
 		}
 	}

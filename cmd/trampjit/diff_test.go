@@ -30,7 +30,7 @@ func TestDiffKernels(t *testing.T) {
 		"                  B 28: 0f 1f 44 00 00  nopl (%rax,%rax)",
 		"<prog call 1>",
 		"*                                    |   28  nopl (%rax,%rax)",
-		"    *   75  nopl (%rax,%rax)             | ",
+		"    *   75  nopl (%rax,%rax)             |\n",
 		"*   d2  add $0x8,%rsp",
 		"... 9 identical (prologue, nr_args, arg spill, tramp_enter)",
 		"bpf_fentry_test1-fsession                               only in B",
