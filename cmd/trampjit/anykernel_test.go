@@ -1,0 +1,317 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trampjit/trampjit/kernel"
+	"github.com/trampjit/trampjit/kernel/vm"
+)
+
+// A kernel no profile was built from, captured through --vmlinuz and compared with the
+// nearest lower model and with that profile's corpus: the issue's end-to-end test. The
+// expected verdicts are what the real kernels did (captured by this test, one boot each);
+// where a kernel differs from the profile, the reason is in the kernel's source.
+
+// anyCase is one catalogue case and how it must compare.
+type anyCase struct {
+	id string
+	// model is `diff --corpus` against the model of the profile: kernel.Match (same bytes,
+	// or refused for the same reason), kernel.Differ, ...
+	model string
+	// kernel is `diff DIR PROFILE_CORPUS`: same shape at other addresses, identical
+	// refusals (refused-by-both), or a named difference.
+	kernel kernel.CaseVerdict
+	// changed are the sections that differ (kernel.Differs), why the reason.
+	changed []string
+	why     string
+}
+
+// anyKernel is one Debian kernel of a suite's backports.
+type anyKernel struct {
+	name, suite, pkg string
+	profile          string // the nearest lower profile, the model it is compared with
+	corpus           string // that profile's corpus
+	cases            []anyCase
+}
+
+// The kinds the catalogue covers, a case each: fentry+fexit, fmod_ret, LSM (int and void),
+// cookies, sleepable, func-ip with many arguments (stack slots), a struct by value, a BPF
+// program as the target, the link limit, and refusals at load and attach.
+var anyKernels = []anyKernel{
+	{name: "6.12-bookworm-backports", suite: "bookworm-backports", pkg: "linux-image-6.12.*-cloud-amd64",
+		profile: "6.12", corpus: "../../testdata/kernel/6.12-amd64",
+		cases: []anyCase{
+			{id: "bpf_fentry_test1-fentry-fexit", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf_modify_return_test-fentry-fmod_ret-fexit", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf_fentry_test2-cookies-64bit", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf_fentry_test1-sleepable-fentry-fexit", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "__audit_tk_injoffset-fentry-fexit", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "ZSTD_compress_usingCDict_advanced-fentry-fexit-func-ip", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "tcp_v4_connect-fentry2-fexit2-func-ip", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf_lsm_file_open-lsm", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf_lsm_task_free-lsm-void", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf-tj_args2-fentry-fexit", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf_fentry_test2-links-38-mixed", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf_fentry_test2-links-39-e2big", model: kernel.Match, kernel: kernel.RefusedByBoth},
+			{id: "do_exit-fexit", model: kernel.Match, kernel: kernel.RefusedByBoth},
+			{id: "net_dim-fentry", model: kernel.Match, kernel: kernel.RefusedByBoth},
+		}},
+}
+
+func (k anyKernel) ids() string {
+	var s []string
+	for _, c := range k.cases {
+		s = append(s, c.id)
+	}
+	return strings.Join(s, ",")
+}
+
+// TestAnyKernel fetches each kernel with `kernel fetch --debian`, captures its cases through
+// `kernel capture --vmlinuz` (one boot, BTF in the corpus), and asserts every case's verdict
+// against the model (`diff --corpus`) and against the profile's corpus (`diff DIR_A DIR_B`).
+func TestAnyKernel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fetches Debian kernels and boots them under qemu; skipped with -short")
+	}
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip("qemu-system-x86_64 is not installed")
+	}
+	for _, k := range anyKernels {
+		t.Run(k.name, func(t *testing.T) { testAnyKernel(t, k) })
+	}
+}
+
+func testAnyKernel(t *testing.T, k anyKernel) {
+	t0 := time.Now()
+	code, out, errOut := trampjit("kernel", "fetch", "--debian", k.pkg, "--suite", k.suite, "--arch", "amd64", "--format", "json")
+	if code != 0 {
+		t.Skipf("cannot fetch %s from %s: %s", k.pkg, k.suite, errOut)
+	}
+	var got []vm.KernelImage
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
+		t.Fatalf("kernel fetch --format json: %v\n%s", err, out)
+	}
+	img := got[0]
+	if !vm.MatchDebian(k.pkg, filepath.Base(filepath.Dir(img.Path))[:strings.IndexByte(filepath.Base(filepath.Dir(img.Path)), '_')]) {
+		t.Errorf("fetched %s, which %s does not match", img.Path, k.pkg)
+	}
+	t.Logf("%s: %s %s (%s), fetched in %.1fs", k.name, img.Package, img.Version, img.Release, time.Since(t0).Seconds())
+
+	dir := filepath.Join(t.TempDir(), "capture")
+	t1 := time.Now()
+	// A guest whose kernel panics on its own (not in a case: the same case passes in the
+	// next boot) is booted again, at most twice; a panic a case causes recurs and fails.
+	for attempt := 1; ; attempt++ {
+		code, out, errOut = trampjit("kernel", "capture", "--vmlinuz", img.Path, "--config", img.Config,
+			"--only", k.ids(), "-o", dir, "--color", "never")
+		panicked := guestPanic(dir, code, errOut)
+		if panicked == "" {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("%s panicked in each of 3 boots; the last:\n%s", img.Release, panicked)
+		}
+		t.Logf("%s: boot %d: the kernel panicked (%s); booting again", k.name, attempt, panicked)
+		os.RemoveAll(dir)
+	}
+	if code != 0 {
+		t.Fatalf("kernel capture --vmlinuz %s: exit %d\n%s\n%s", img.Path, code, out, errOut)
+	}
+	t.Logf("%s: captured %d cases in %.1fs", k.name, len(k.cases), time.Since(t1).Seconds())
+	// The profile is the nearest lower one, and the run says so before it boots.
+	if !strings.Contains(errOut, "model profile: "+k.profile) {
+		t.Errorf("capture does not state the model profile %s:\n%s", k.profile, errOut)
+	}
+	checkVmlinuzCorpus(t, dir, img, k.profile)
+
+	// The model of the profile against the capture.
+	code, out, errOut = trampjit("diff", "--corpus", dir, "--format", "json")
+	if code != 0 && code != exitDisagree {
+		t.Fatalf("diff --corpus: exit %d: %s", code, errOut)
+	}
+	var vsModel diffJSON
+	if err := json.Unmarshal([]byte(out), &vsModel); err != nil {
+		t.Fatalf("diff --corpus --format json: %v\n%s", err, out)
+	}
+	if vsModel.Profile != k.profile {
+		t.Errorf("diff --corpus compared with profile %q, want %s", vsModel.Profile, k.profile)
+	}
+	model := map[string]kernel.DiffResult{}
+	for _, d := range vsModel.Cases {
+		model[d.ID] = d
+	}
+
+	// The capture against the profile's corpus.
+	code, out, errOut = trampjit("diff", dir, k.corpus, "--only", k.ids(), "--format", "json")
+	if code != 0 && code != exitDisagree {
+		t.Fatalf("diff %s %s: exit %d: %s", dir, k.corpus, code, errOut)
+	}
+	var vsCorpus kernel.Comparison
+	if err := json.Unmarshal([]byte(out), &vsCorpus); err != nil {
+		t.Fatalf("diff DIR_A DIR_B --format json: %v\n%s", err, out)
+	}
+	if vsCorpus.A.Release != img.Release {
+		t.Errorf("diff: A's release %q, want %s", vsCorpus.A.Release, img.Release)
+	}
+	other := map[string]kernel.CaseDiff{}
+	for _, d := range vsCorpus.Cases {
+		other[d.ID] = d
+	}
+
+	counts := map[string]int{}
+	for _, c := range k.cases {
+		m, ok := model[c.id]
+		switch {
+		case !ok:
+			t.Errorf("%s: not in diff --corpus", c.id)
+		case m.Verdict != c.model:
+			t.Errorf("%s: against the %s model: %s (%s; model %s, kernel %s); want %s", c.id, k.profile, m.Verdict, m.Note, m.Model, m.Kernel, c.model)
+		}
+		o, ok := other[c.id]
+		switch {
+		case !ok:
+			t.Errorf("%s: not in diff %s %s", c.id, dir, k.corpus)
+			continue
+		case o.Verdict != c.kernel:
+			t.Errorf("%s: against %s: %s, sections %v (%s); want %s %v: %s", c.id, k.corpus, o.Verdict, o.Changed, o.Note, c.kernel, c.changed, c.why)
+		case c.kernel == kernel.Differs && strings.Join(o.Changed, ",") != strings.Join(c.changed, ","):
+			t.Errorf("%s: changed sections %v, want %v: %s", c.id, o.Changed, c.changed, c.why)
+		}
+		counts["model "+m.Verdict]++
+		counts["corpus "+string(o.Verdict)]++
+	}
+	t.Logf("%s: %v in %.1fs", k.name, counts, time.Since(t0).Seconds())
+}
+
+// guestPanic returns the panic line of a capture whose guest's kernel panicked ("" if none):
+// a failed boot, or a corpus with cases the guest died in (stage "guest").
+func guestPanic(dir string, code int, errOut string) string {
+	line := func(s string) string {
+		if !strings.Contains(s, "Kernel panic") {
+			return ""
+		}
+		for _, l := range strings.Split(s, "\n") {
+			if strings.Contains(l, "RIP: 0010:") { // where the kernel was
+				return strings.TrimSpace(l)
+			}
+		}
+		return "Kernel panic"
+	}
+	if code != 0 {
+		return line(errOut)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "boots.json"))
+	if err != nil {
+		return ""
+	}
+	var boots []kernel.BootStat
+	if json.Unmarshal(b, &boots) != nil {
+		return ""
+	}
+	for _, bt := range boots {
+		if l := line(bt.Err); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// checkVmlinuzCorpus checks what a --vmlinuz capture wrote: the usual files, the BTF, and a
+// kernel.json naming the file (no Debian package: a re-capture needs the file again).
+func checkVmlinuzCorpus(t *testing.T, dir string, img vm.KernelImage, profile string) {
+	t.Helper()
+	for _, f := range []string{"cases.jsonl", "info.json", "kernel.json", "boots.json", "vmlinux.btf.xz"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("capture: %s: %v", f, err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "kernel.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec["kernel"] != profile || rec["release"] != img.Release || rec["source"] != "vmlinuz" || rec["arch"] != "amd64" {
+		t.Errorf("kernel.json = %s", b)
+	}
+	var boots []kernel.BootStat
+	if b, err := os.ReadFile(filepath.Join(dir, "boots.json")); err != nil || json.Unmarshal(b, &boots) != nil || len(boots) != 1 {
+		t.Errorf("boots.json: want one boot: %s", b)
+	}
+}
+
+// updateCaptureDoc rewrites docs/capture-your-kernel.md's requirements table.
+var updateCaptureDoc = flag.Bool("update-capture-doc", false, "rewrite the requirements table of docs/capture-your-kernel.md from vm.Requirements")
+
+const (
+	captureDoc      = "../../docs/capture-your-kernel.md"
+	requirementsBeg = "<!-- requirements: generated from vm.Requirements (kernel/vm/requirements.go); go test ./cmd/trampjit -run TestCaptureDocRequirements -update-capture-doc -->\n"
+	requirementsEnd = "<!-- end of requirements -->\n"
+)
+
+// requirementsTable renders vm.Requirements as the doc's table.
+func requirementsTable() string {
+	var b strings.Builder
+	b.WriteString("| option | architecture | if it is missing |\n|---|---|---|\n")
+	for _, r := range vm.Requirements {
+		var opts []string
+		for _, o := range r.Options {
+			opts = append(opts, "`CONFIG_"+o+"`")
+		}
+		arch := r.Arch
+		if arch == "" {
+			arch = "all"
+		}
+		cost := r.Cost
+		if r.Fatal {
+			cost = "**refused before boot**: " + cost
+		} else {
+			cost = "the capture runs; " + cost
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", strings.Join(opts, ", "), arch, strings.ReplaceAll(cost, "|", `\|`))
+	}
+	return b.String()
+}
+
+// TestCaptureDocRequirements: the doc lists every requirement CheckConfig enforces, as
+// vm.Requirements says it (the table is generated; -update-capture-doc rewrites it).
+func TestCaptureDocRequirements(t *testing.T) {
+	b, err := os.ReadFile(captureDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i, j := strings.Index(doc, requirementsBeg), strings.Index(doc, requirementsEnd)
+	if i < 0 || j < i {
+		t.Fatalf("%s: no generated requirements table (%q ... %q)", captureDoc, requirementsBeg, requirementsEnd)
+	}
+	want := requirementsTable()
+	if *updateCaptureDoc {
+		doc = doc[:i+len(requirementsBeg)] + want + doc[j:]
+		if err := os.WriteFile(captureDoc, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if got := doc[i+len(requirementsBeg) : j]; got != want {
+		t.Errorf("%s: the requirements table is not vm.Requirements'; run go test ./cmd/trampjit -run TestCaptureDocRequirements -update-capture-doc\ngot:\n%s\nwant:\n%s", captureDoc, got, want)
+	}
+	// Every option is named, independently of the table's layout.
+	for _, r := range vm.Requirements {
+		for _, o := range r.Options {
+			if !strings.Contains(doc[i:j], "`CONFIG_"+o+"`") {
+				t.Errorf("%s does not list CONFIG_%s", captureDoc, o)
+			}
+		}
+	}
+}
