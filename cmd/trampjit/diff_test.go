@@ -126,3 +126,27 @@ func TestDiffProfile(t *testing.T) {
 		t.Errorf("json: exit %d, profile %q, %d cases", code, res.Profile, len(res.Cases))
 	}
 }
+
+// TestDiffKernelsProfile labels both kernels' images with the 6.12 model: 7.2's NOP5 before
+// the first program block has no counterpart there and reads as added to tramp_enter, the one
+// before the fexit block aligns with 6.12's ip_after_call NOP5 (see the gen listings).
+func TestDiffKernelsProfile(t *testing.T) {
+	a, b := corpora+"6.12-amd64", corpora+"7.2-amd64"
+	code, out, _ := trampjit("diff", a, b, "--profile", "6.12", "--only", "bpf_fentry_test1-fentry-fexit", "--color", "never")
+	if code != exitDisagree || !strings.Contains(out, "sections: the 6.12 model's (--profile)\n") ||
+		!strings.Contains(out, "sections changed (cases): epilogue 1, tramp_enter 1\n") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	code, out, _ = trampjit("diff", a, b, "--profile", "6.12", "--only", "bpf_fentry_test1-fentry-fexit", "--format", "json")
+	var cmp kernel.Comparison
+	if err := json.Unmarshal([]byte(out), &cmp); err != nil {
+		t.Fatal(err)
+	}
+	if code != exitDisagree || cmp.A.Model != "6.12" || cmp.B.Model != "6.12" || cmp.Cases[0].B.Profile != "6.12" {
+		t.Errorf("json: exit %d, models %q %q, case %+v", code, cmp.A.Model, cmp.B.Model, cmp.Cases[0].B)
+	}
+	code, out, _ = trampjit("diff", a, b, "--only", "bpf_fentry_test1-fentry-fexit", "--color", "always")
+	if code != exitDisagree || !strings.Contains(out, "\x1b[31mdiffers\x1b[0m") || !strings.Contains(out, "\x1b[36m<prog call 1>\x1b[0m") {
+		t.Errorf("--color always: exit %d\n%q", code, out)
+	}
+}

@@ -43,7 +43,7 @@ var commands = map[string]command{
 	"run":    {"run a trampoline under Unicorn and check what it does", runRun},
 	"verify": {"check BPF programs with the verifier model", runVerify},
 	"kernel": {"capture trampolines, runs and verdicts from real kernels under qemu", runKernel},
-	"diff":   {"compare generated images with a kernel corpus", runDiff},
+	"diff":   {"compare a kernel corpus with the model, or two kernels' corpora", runDiff},
 }
 
 func usage(w io.Writer) {
