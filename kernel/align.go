@@ -236,7 +236,9 @@ type Labelled struct {
 	// Note says when the labels are not an alignment: the model refused the request (every
 	// section is NoSection), or the image was too long to align (labelled by offset).
 	Note string
-	tr   *jit.Tramp
+	// Unlabelled: the model refused the request.
+	Unlabelled bool
+	tr         *jit.Tramp
 }
 
 // LabelSections decodes a case's kernel image and names each instruction's section: the
@@ -273,6 +275,7 @@ func LabelSections(c *CorpusCase, profile btfmodel.Kernel) (*Labelled, error) {
 			l.Insns[i].Section = NoSection
 		}
 		l.Note = fmt.Sprintf("the %s model refuses this request (%v): no sections", req.Kernel, gerr)
+		l.Unlabelled = true
 		return l, nil
 	}
 	model, err := decodeImage(req.Arch, img.Code, img.Base, syms)
@@ -282,33 +285,41 @@ func LabelSections(c *CorpusCase, profile btfmodel.Kernel) (*Labelled, error) {
 	for i := range model {
 		model[i].Section = sectionAtOffset(img, model[i].Offset)
 	}
-	pairs, ok := align(l.Insns, model)
-	if !ok {
+	if !labelFrom(l.Insns, model) {
 		// Too long to align: take the section at the same offset of the model's image.
 		for i := range l.Insns {
 			l.Insns[i].Section = sectionAtOffset(img, l.Insns[i].Offset)
 		}
 		l.Note = fmt.Sprintf("%d and %d instructions: more than the %d the alignment takes; sections by offset", len(l.Insns), len(model), maxAlign)
-		return l, nil
 	}
-	first := ""
-	if len(model) > 0 {
-		first = model[0].Section
+	return l, nil
+}
+
+// labelFrom names the sections of dst's instructions after those of the labelled src they
+// align with (LabelSections). It returns false, labelling nothing, when the two are too long
+// to align.
+func labelFrom(dst, src []Insn) bool {
+	pairs, ok := align(dst, src)
+	if !ok {
+		return false
 	}
-	last := first
+	last := ""
+	if len(src) > 0 {
+		last = src[0].Section
+	}
 	for _, p := range zipGaps(pairs) {
 		switch {
 		case p.a >= 0 && p.b >= 0 && p.gap:
 			// A replaced instruction: the section of the one it replaces.
-			l.Insns[p.a].Section = model[p.b].Section
+			dst[p.a].Section = src[p.b].Section
 		case p.a >= 0 && p.b >= 0:
-			last = model[p.b].Section
-			l.Insns[p.a].Section = last
+			last = src[p.b].Section
+			dst[p.a].Section = last
 		case p.a >= 0:
-			l.Insns[p.a].Section = last
+			dst[p.a].Section = last
 		}
 	}
-	return l, nil
+	return true
 }
 
 // prototype is the traced function as the model saw it, or "" when it refused.

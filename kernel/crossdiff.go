@@ -321,6 +321,14 @@ func compareCase(a, b *CorpusCase, profile btfmodel.Kernel) CaseDiff {
 		d.Note = err.Error()
 		return d
 	}
+	// One side without sections (its model refuses the request): it takes the other's
+	// through the alignment of the two images, so that only what differs is counted.
+	switch {
+	case la.Unlabelled && !lb.Unlabelled && labelFrom(la.Insns, lb.Insns):
+		la.Note += "; labelled through B's image"
+	case lb.Unlabelled && !la.Unlabelled && labelFrom(lb.Insns, la.Insns):
+		lb.Note += "; labelled through A's image"
+	}
 	d.A.Profile, d.A.Note = string(la.Profile), la.Note
 	d.B.Profile, d.B.Note = string(lb.Profile), lb.Note
 	d.FirstA, d.FirstB, d.First = firstDifference(la.Insns, lb.Insns)

@@ -37,6 +37,17 @@ func readCommitted(t *testing.T, name string) []CorpusCase {
 // resolved against the committed directory).
 func editedCorpus(t *testing.T, name, id string, edit func(code []byte) []byte) []CorpusCase {
 	t.Helper()
+	return editedCase(t, name, id, func(m map[string]json.RawMessage) {
+		var img string
+		json.Unmarshal(m["image"], &img)
+		code, _ := hex.DecodeString(img)
+		m["image"], _ = json.Marshal(hex.EncodeToString(edit(code)))
+	})
+}
+
+// editedCase is a committed corpus with one case's JSON fields changed by edit.
+func editedCase(t *testing.T, name, id string, edit func(map[string]json.RawMessage)) []CorpusCase {
+	t.Helper()
 	dir := filepath.Join(corpusRoot, name)
 	raw, err := os.ReadFile(filepath.Join(dir, "cases.jsonl"))
 	if err != nil {
@@ -53,10 +64,7 @@ func editedCorpus(t *testing.T, name, id string, edit func(code []byte) []byte) 
 			t.Fatal(err)
 		}
 		if string(m["id"]) == `"`+id+`"` {
-			var img string
-			json.Unmarshal(m["image"], &img)
-			code, _ := hex.DecodeString(img)
-			m["image"], _ = json.Marshal(hex.EncodeToString(edit(code)))
+			edit(m)
 			line, _ = json.Marshal(m)
 			found = true
 		}
@@ -311,5 +319,34 @@ func TestFoldSection(t *testing.T) {
 		if got := FoldSection(in); got != want {
 			t.Errorf("FoldSection(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestCompareOneSideUnlabelled: B's request names 6.12, whose model has no fsession programs,
+// so B's image has no sections of its own and takes A's through the alignment; the one
+// changed instruction (0x67: mov %rbx,%rsi in prog call 1 of the 7.2 gen listing, made mov
+// %rbx,%rdi) is then the only difference.
+func TestCompareOneSideUnlabelled(t *testing.T) {
+	const id = "bpf_fentry_test1-fsession"
+	a := readCommitted(t, "7.2-amd64")
+	b := editedCase(t, "7.2-amd64", id, func(m map[string]json.RawMessage) {
+		var req map[string]json.RawMessage
+		json.Unmarshal(m["request"], &req)
+		req["kernel"] = json.RawMessage(`"6.12"`)
+		m["request"], _ = json.Marshal(req)
+		var img string
+		json.Unmarshal(m["image"], &img)
+		code, _ := hex.DecodeString(img)
+		code[0x69] = 0xdf
+		m["image"], _ = json.Marshal(hex.EncodeToString(code))
+	})
+	cmp, err := CompareCorpora(a, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := caseDiff(t, cmp, id)
+	if d.Verdict != Differs || d.FirstB == nil || d.FirstB.Offset != 0x67 || !slices.Equal(d.Changed, []string{"prog call 1"}) ||
+		!strings.Contains(d.B.Note, "6.12 model refuses") || !strings.Contains(d.B.Note, "labelled through A's image") || d.A.Note != "" {
+		t.Errorf("%s at %v, sections %q; notes %q, %q", d.Verdict, d.FirstB, d.Changed, d.A.Note, d.B.Note)
 	}
 }
