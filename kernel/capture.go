@@ -25,13 +25,17 @@ type CaptureOptions struct {
 	OutDir   string        // if set: cases.jsonl, info.json, kernel.json, boots.json (and vmlinux.btf.xz), replaced whole
 	WorkDir  string        // agent, initramfs and console logs; default a temporary directory, removed
 	Jobs     int           // guests run in parallel (default 1; keep <= 2 on small hosts)
-	Timeout  time.Duration // per guest boot (default 90 s plus 5 s per case)
+	Timeout  time.Duration // per guest boot (default 90 s plus 5 s per case, 2 min more for the BTF); a hard limit when set
 	BTF      string        // the "btf" path written into each request (default "vmlinux.btf.xz")
 	CopyBTF  bool          // copy the guest's /sys/kernel/btf/vmlinux out (~20 s more on x86)
 	Progress io.Writer     // progress lines (optional)
 	// Pin is the build to boot (a corpus's kernel.json, CorpusPin): kept while the archive
 	// has it, else the newest of the series with a note; zero means the newest.
 	Pin vm.Pin
+	// Local, when set, is booted instead of the profile's Debian kernel (capture --vmlinuz);
+	// Kernel is then only the model profile the requests name, and Arch must be the file's.
+	// Its config is checked before anything boots: a fatal miss is a *ConfigError.
+	Local *LocalKernel
 }
 
 // CaptureReport is what Capture found, cases in the order they were given.
@@ -88,15 +92,39 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 		if err := CheckOutDir(o.OutDir); err != nil {
 			return nil, err
 		}
+		if err := checkRecapture(o.OutDir, o.Local != nil); err != nil {
+			return nil, err
+		}
 	}
-	k, agent, work, cleanup, err := guestSetup(ctx, o.Kernel, o.Arch, o.Pin, o.WorkDir, progress)
+	if l := o.Local; l != nil {
+		if o.Arch != l.File.Arch {
+			return nil, fmt.Errorf("--arch %s, but %s is %s kernel (%s)", o.Arch, l.File.Path, an(l.File.Arch), l.File.Format)
+		}
+		if err := checkLocalConfig(l, o.Arch, o.Cases, progress); err != nil {
+			return nil, err
+		}
+	}
+	var k, record *vm.KernelImage
+	var agent, work string
+	var cleanup func()
+	var err error
+	if o.Local != nil {
+		k, record, agent, work, cleanup, err = localSetup(ctx, o.Local, o.Kernel, o.Arch, o.WorkDir)
+	} else {
+		k, agent, work, cleanup, err = guestSetup(ctx, o.Kernel, o.Arch, o.Pin, o.WorkDir, progress)
+		record = k
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	fmt.Fprintf(progress, "%s-%s: %s (%s %s), %d cases, %d guests\n", o.Kernel, o.Arch, k.Release, k.Package, k.Version, len(o.Cases), o.Jobs)
+	if o.Local != nil {
+		fmt.Fprintf(progress, "%s-%s: %s (%s %s), %d cases, %d guests\n", o.Kernel, o.Arch, k.Release, o.Local.File.Format, o.Local.File.Path, len(o.Cases), o.Jobs)
+	} else {
+		fmt.Fprintf(progress, "%s-%s: %s (%s %s), %d cases, %d guests\n", o.Kernel, o.Arch, k.Release, k.Package, k.Version, len(o.Cases), o.Jobs)
+	}
 
-	rep := &CaptureReport{Kernel: k, boot: k}
+	rep := &CaptureReport{Kernel: record, boot: k}
 	results := map[string]wire.CaptureResult{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -138,8 +166,16 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 	if ctx.Err() != nil {
 		return rep, interrupted(ctx, o, rep, results)
 	}
+	if fatal != nil && o.Local != nil {
+		return rep, fmt.Errorf("%s (%s %s): %w", o.Local.File.Path, o.Local.File.Format, o.Local.File.Release, fatal)
+	}
 	if fatal != nil {
 		return rep, fatal
+	}
+	if o.Local != nil && rep.Info != nil && rep.Info.Release != o.Local.File.Release {
+		// The corpus records what ran; a file that names another release is worth a shout.
+		rep.Kernel.Note = fmt.Sprintf("the guest ran %s, but %s says %s", rep.Info.Release, o.Local.File.Path, o.Local.File.Release)
+		fmt.Fprintf(progress, "WARNING: RELEASE MISMATCH: %s\n", rep.Kernel.Note)
 	}
 	for _, c := range o.Cases {
 		rep.Cases = append(rep.Cases, toCorpus(k, rep.Info, c, results[c.ID], o.BTF))
@@ -187,19 +223,19 @@ func (r *runner) run(ctx context.Context, cases []Case) (map[string]wire.Capture
 			return results, info, stats, err
 		}
 		timeout := r.timeout
-		if timeout <= 0 {
-			timeout = 90*time.Second + time.Duration(len(pending))*5*time.Second
-		}
 		r.boots++
 		req := wire.Request{Kernel: r.k.Kernel, Arch: r.k.Arch, Info: true, Cases: pending, BTF: r.wantBTF && r.btf == nil}
-		if req.BTF {
-			timeout += 2 * time.Minute
+		if timeout <= 0 {
+			timeout = 90*time.Second + time.Duration(len(pending))*5*time.Second
+			if req.BTF {
+				timeout += 2 * time.Minute
+			}
 		}
 		res, err := vm.Boot(ctx, r.k, r.agent, req, filepath.Join(r.dir, fmt.Sprint(r.boots)), timeout, r.progress)
 		st := BootStat{Cases: len(pending)}
 		if res != nil {
 			st.BootTime, st.Duration = res.BootTime, res.Duration
-			if req.BTF {
+			if req.BTF && hasHello(res) {
 				if b, berr := assembleBlob(res.Frames, "/sys/kernel/btf/vmlinux"); berr == nil {
 					r.btf = b
 				} else {

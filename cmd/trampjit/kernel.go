@@ -145,8 +145,10 @@ const kernelExitStatus = `Exit status: 0 done; 1 bad input or a failed run; 2 us
 func runKernelCases(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("kernel cases", stderr)
 	p := profileFlags{fetchable: true}
-	var only, format string
+	var only, format, vmlinuz, profile string
 	p.register(fs.StringVar)
+	fs.StringVar(&vmlinuz, "vmlinuz", "", "the catalogue for this kernel file: its architecture, and the profile nearest below its release")
+	fs.StringVar(&profile, "profile", "", "with --vmlinuz: the model profile ("+btfmodel.KernelNames()+")")
 	fs.StringVar(&only, "only", "", "only these cases: comma-separated exact ids or globs ('bpf_fentry_test2-*')")
 	fs.StringVar(&format, "format", "jsonl", "output format: jsonl (one case a line, the --cases format), json (one array) or text (a table)")
 	if err := parseFlags(fs, args); err != nil {
@@ -157,10 +159,30 @@ func runKernelCases(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageErr("unknown --format %q (want jsonl, json or text)", format)
 	}
-	if err := p.check(); err != nil {
-		return err
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	t := captureTarget{profile: p.kernel, arch: p.arch}
+	switch {
+	case vmlinuz != "" && set["kernel"]:
+		return usageErr("--kernel or --vmlinuz: a profile's catalogue or a kernel file's, not both")
+	case vmlinuz == "" && set["profile"]:
+		return usageErr("--profile chooses the model profile of a --vmlinuz kernel; a profile's own catalogue is --kernel")
+	case vmlinuz != "":
+		f, err := kernel.IdentifyKernel(vmlinuz)
+		if err != nil {
+			return err
+		}
+		if t, err = fileTarget(fs, p, f, profile); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "kernel: %s (%s, %s); model profile: %s\n", f.Release, f.Format, vmlinuz, profileWhy(profile, t.profile))
+	default:
+		if err := p.check(); err != nil {
+			return err
+		}
+		t = captureTarget{profile: p.kernel, arch: p.arch}
 	}
-	cases, err := selectCases(kernel.Catalog(p.kernel, p.arch), only)
+	cases, err := selectCases(kernel.Catalog(t.profile, t.arch), only)
 	if err != nil {
 		return err
 	}
@@ -269,22 +291,61 @@ func progList(progs []jit.Prog) string {
 	return strings.Join(parts, ",")
 }
 
-// captureTarget is the kernel a capture runs on and the model profile it is compared with.
-type captureTarget struct {
-	profile, arch string
-	host          bool
+// captureTarget is the model profile a capture is compared with and the architecture.
+type captureTarget struct{ profile, arch string }
+
+// openVmlinuz identifies --vmlinuz, finds its config and the profile, and says all three
+// before anything boots. --arch defaults to the file's; another one is an error.
+func openVmlinuz(fs *flag.FlagSet, p profileFlags, path, config, profile string, stderr io.Writer) (*kernel.LocalKernel, captureTarget, error) {
+	l, err := kernel.OpenLocal(path, config)
+	if err != nil {
+		return nil, captureTarget{}, err
+	}
+	t, err := fileTarget(fs, p, l.File, profile)
+	if err != nil {
+		return nil, captureTarget{}, err
+	}
+	fmt.Fprintf(stderr, "kernel: %s (%s, %s); model profile: %s\n", l.File.Release, l.File.Format, path, profileWhy(profile, t.profile))
+	if l.Config == nil {
+		fmt.Fprintf(stderr, "warning: %s\n", l.ConfigNote())
+	} else {
+		fmt.Fprintln(stderr, l.ConfigNote())
+	}
+	return l, t, nil
+}
+
+// fileTarget is the profile and architecture of a kernel file: --profile or the nearest
+// lower one; the file's architecture, which --arch may repeat but not contradict.
+func fileTarget(fs *flag.FlagSet, p profileFlags, f *vm.KernelFile, profile string) (captureTarget, error) {
+	t := captureTarget{arch: f.Arch}
+	setArch := false
+	fs.Visit(func(fl *flag.Flag) { setArch = setArch || fl.Name == "arch" })
+	if setArch {
+		a, err := btfmodel.ParseArch(p.arch)
+		if err != nil {
+			return t, usageErr("--arch: %v", err)
+		}
+		if string(a) != f.Arch {
+			return t, usageErr("--arch %s, but %s is an %s kernel (%s %s)", a, f.Path, f.Arch, f.Format, f.Release)
+		}
+	}
+	var err error
+	t.profile, err = modelProfile(profile, f.Release)
+	return t, err
 }
 
 func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("kernel capture", stderr)
 	p := profileFlags{fetchable: true}
-	var casesPath, outDir, only, profile string
+	var casesPath, outDir, only, profile, vmlinuz, config string
 	var jobs int
 	var timeout time.Duration
 	var copyBTF, host bool
 	var out output
 	p.register(fs.StringVar)
-	fs.StringVar(&profile, "profile", "", "with --host: the model profile to compare with ("+btfmodel.KernelNames()+"; default the nearest lower than its release)")
+	fs.StringVar(&vmlinuz, "vmlinuz", "", "boot this kernel file instead of a profile's Debian kernel (x86 bzImage; arm64 Image, Image.gz or EFI zboot)")
+	fs.StringVar(&config, "config", "", "with --vmlinuz: the kernel's .config (default: the embedded one, config-<release> beside the file, or its build tree's .config)")
+	fs.StringVar(&profile, "profile", "", "with --vmlinuz or --host: the model profile to compare with ("+btfmodel.KernelNames()+"; default the nearest lower than its release)")
 	fs.StringVar(&casesPath, "cases", "", "cases file (JSON array or lines); default: the corpus catalogue (trampjit kernel cases)")
 	fs.StringVar(&only, "only", "", "capture only these cases: comma-separated exact ids or globs ('bpf_fentry_test2-*')")
 	fs.StringVar(&outDir, "o", "", "write cases.jsonl, info.json, kernel.json, boots.json, vmlinux.btf.xz here")
@@ -294,7 +355,10 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&host, "host", false, "capture on the running kernel instead of a guest (root; refuses where the kernel does)")
 	out.register(fs, "text or json")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: trampjit kernel capture [--kernel P | --host [--profile P]] [--cases FILE] [--only IDS] [-o DIR] [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: trampjit kernel capture [--kernel P | --vmlinuz FILE [--config FILE] [--profile P] | --host [--profile P]]\n"+
+			"                               [--cases FILE] [--only IDS] [-o DIR] [flags]\n\n"+
+			"--vmlinuz boots any kernel file; its config is checked before it boots (a missing option every\n"+
+			"case needs refuses it, naming the option; one some cases need is a warning).\n"+
 			"-o DIR is checked before anything boots and replaced whole, only once every case is in,\n"+
 			"with the kernel's BTF (vmlinux.btf.xz; a capture whose BTF copy fails writes nothing).\n"+
 			"An interrupted capture leaves DIR as it was and keeps the cases that completed in\n"+
@@ -311,18 +375,33 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["profile"] && !host {
-		return usageErr("--profile chooses the model profile of a --host kernel; a profile's own Debian kernel is --kernel")
+	if host && vmlinuz != "" {
+		return usageErr("--host and --vmlinuz: the running kernel or a kernel file, not both")
 	}
-	if host && set["kernel"] {
+	if set["profile"] && !host && vmlinuz == "" {
+		return usageErr("--profile chooses the model profile of a --vmlinuz or --host kernel; a profile's own Debian kernel is --kernel")
+	}
+	if set["config"] && vmlinuz == "" {
+		return usageErr("--config is the config of a --vmlinuz kernel (a profile's Debian kernel comes with its own)")
+	}
+	if set["kernel"] && vmlinuz != "" {
+		return usageErr("--kernel names the Debian kernel of a profile to boot; with --vmlinuz the file is booted (--profile chooses the model profile)")
+	}
+	if set["kernel"] && host {
 		return usageErr("--kernel names the Debian kernel of a profile to boot; --host captures the running kernel (--profile chooses the model profile)")
 	}
 	if set["btf"] && !copyBTF && outDir != "" {
 		return usageErr("--btf=false with -o: a corpus without its BTF cannot be read back: its requests name vmlinux.btf.xz")
 	}
 	copyBTF = copyBTF && outDir != ""
-	t := captureTarget{profile: p.kernel, arch: p.arch, host: host}
-	if host {
+	t := captureTarget{profile: p.kernel, arch: p.arch}
+	var local *kernel.LocalKernel
+	if vmlinuz != "" {
+		var err error
+		if local, t, err = openVmlinuz(fs, p, vmlinuz, config, profile, stderr); err != nil {
+			return err
+		}
+	} else if host {
 		// The running kernel is captured in place: nothing boots.
 		if err := refuseFlags(fs, "with --host (the running kernel, no guest)", "jobs", "timeout", "arch"); err != nil {
 			return err
@@ -358,7 +437,7 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := interruptible()
 	defer stop()
 	o := kernel.CaptureOptions{Kernel: t.profile, Arch: t.arch, Cases: cases,
-		OutDir: outDir, Jobs: jobs, Timeout: timeout, CopyBTF: copyBTF, Progress: stderr}
+		OutDir: outDir, Jobs: jobs, Timeout: timeout, CopyBTF: copyBTF, Progress: stderr, Local: local}
 	var rep *kernel.CaptureReport
 	if host {
 		rep, err = kernel.CaptureHost(ctx, o)

@@ -73,7 +73,9 @@ func QemuCommand(arch, kernel, initrd string, appendArgs []string) (string, []st
 	cmdline := []string{"lsm=bpf", "panic=-1", "oops=panic", "rdinit=/init"}
 	switch arch {
 	case "amd64":
-		cmdline = append([]string{"console=ttyS0"}, cmdline...)
+		// earlyprintk: the bzImage decompressor reports a corrupt payload on it; without it a
+		// kernel that never unpacks leaves an empty console tail.
+		cmdline = append([]string{"console=ttyS0", "earlyprintk=serial,ttyS0,115200"}, cmdline...)
 		return "qemu-system-x86_64", append([]string{"-cpu", "max"}, append(common,
 			"-append", strings.Join(append(cmdline, appendArgs...), " "))...), nil
 	case "arm64":
