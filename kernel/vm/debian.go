@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -214,8 +215,12 @@ func fetchDebian(ctx context.Context, a *Apt, cache, suite, pattern, arch string
 	if progress == nil {
 		progress = io.Discard
 	}
-	// NewApt wrote the profiles' suites; this configuration has the one asked for.
-	a.Suites, a.Arches = []string{suite}, []string{arch}
+	// NewApt wrote the profiles' suites; this configuration has the one asked for, with
+	// every architecture's index (one update serves amd64 and arm64 fetches alike).
+	a.Suites = []string{suite}
+	if !slices.Contains(a.Arches, arch) {
+		a.Arches = append(a.Arches, arch)
+	}
 	if err := a.setup(); err != nil {
 		return nil, err
 	}
@@ -231,7 +236,7 @@ func fetchDebian(ctx context.Context, a *Apt, cache, suite, pattern, arch string
 	}
 	t0 := time.Now()
 	note := ""
-	if !a.Fresh(DebianIndexMaxAge) {
+	if !a.Fresh(DebianIndexMaxAge) || !hasPackages(a, suite) {
 		fmt.Fprintf(progress, "debian %s: apt-get update (private sources under %s)\n", suite, a.Dir)
 		if err := updateDebian(ctx, a, suite); err != nil {
 			if ctx.Err() != nil || errors.Is(err, errNoSuite) {
@@ -366,6 +371,18 @@ func updateDebian(ctx context.Context, a *Apt, suite string) error {
 		first = err.Error()
 	}
 	return fmt.Errorf("apt-get update could not reach the archive (%s)", first)
+}
+
+// hasPackages reports whether the private lists hold the suite's package index for every
+// architecture of the sources.list (one added since the last update has none yet).
+func hasPackages(a *Apt, suite string) bool {
+	for _, arch := range a.Arches {
+		m, _ := filepath.Glob(filepath.Join(a.Dir, "state", "lists", "*_dists_"+suite+"_main_binary-"+arch+"_Packages*"))
+		if len(m) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // indexOf is the suite's InRelease in the private lists ("" when there is none).
