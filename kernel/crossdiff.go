@@ -197,16 +197,16 @@ func (c *Comparison) add(d CaseDiff) {
 	c.Summary.Verdicts[d.Verdict]++
 	seen := map[string]bool{}
 	for _, s := range d.Changed {
-		if f := FoldSection(s); !seen[f] {
+		if f := foldSection(s); !seen[f] {
 			seen[f] = true
 			c.Summary.Sections[f]++
 		}
 	}
 }
 
-// FoldSection names a per-program section for the whole catalogue: "prog call 2" and
+// foldSection names a per-program section for the whole catalogue: "prog call 2" and
 // "fexit 1" become "prog call N" and "fexit N"; other names stay.
-func FoldSection(name string) string {
+func foldSection(name string) string {
 	i := strings.LastIndexByte(name, ' ')
 	if i < 0 || i == len(name)-1 {
 		return name

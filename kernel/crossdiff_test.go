@@ -282,8 +282,8 @@ func TestCompareEdited(t *testing.T) {
 			if d.FirstA == nil || d.FirstA.Offset != tc.off || d.First != tc.section || !slices.Equal(d.Changed, []string{tc.section}) {
 				t.Errorf("first difference %v in %q, sections %q; want %#x in %q only", d.FirstA, d.First, d.Changed, tc.off, tc.section)
 			}
-			if cmp.Summary.Sections[FoldSection(tc.section)] != 1 {
-				t.Errorf("summary %v, want %s once", cmp.Summary.Sections, FoldSection(tc.section))
+			if cmp.Summary.Sections[foldSection(tc.section)] != 1 {
+				t.Errorf("summary %v, want %s once", cmp.Summary.Sections, foldSection(tc.section))
 			}
 		})
 	}
@@ -316,8 +316,8 @@ func TestCompareBadInput(t *testing.T) {
 func TestFoldSection(t *testing.T) {
 	for in, want := range map[string]string{"prog call 12": "prog call N", "fexit 1": "fexit N", "fmod_ret 3": "fmod_ret N",
 		"retval stash": "retval stash", "nr_args": "nr_args", "?": "?"} {
-		if got := FoldSection(in); got != want {
-			t.Errorf("FoldSection(%q) = %q, want %q", in, got, want)
+		if got := foldSection(in); got != want {
+			t.Errorf("foldSection(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
