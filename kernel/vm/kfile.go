@@ -2,6 +2,7 @@ package vm
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -10,9 +11,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
+
+// decompressLimit is maxDecompressed, lowered by the fuzz test to keep each input fast.
+var decompressLimit int64 = maxDecompressed
 
 // maxKernelFile bounds the image file read: a compressed kernel is tens of MiB.
 const maxKernelFile = 512 << 20
@@ -165,7 +170,10 @@ func (k *KernelFile) identifyBzImage() error {
 	proto := le16(d, 0x206)
 	k.BootProtocol = fmt.Sprintf("%d.%02d", proto>>8, proto&0xff)
 	// payload_offset/length arrived in boot protocol 2.08, xloadflags in 2.12.
-	if proto < 0x208 || len(d) < 0x250 {
+	if len(d) < 0x250 {
+		return fmt.Errorf("truncated bzImage: the setup header needs %d bytes, the file has %d", 0x250, len(d))
+	}
+	if proto < 0x208 {
 		return fmt.Errorf("bzImage boot protocol %s: older than 2.08, which has no payload_offset", k.BootProtocol)
 	}
 	if proto >= 0x20c && d[0x236]&1 == 0 { // XLF_KERNEL_64
@@ -222,12 +230,11 @@ func (k *KernelFile) identifyImage() error {
 	s := &kscan{}
 	for d := k.data; len(d) > 0; {
 		n := min(len(d), 1<<20)
-		if _, err := s.Write(d[:n]); err != nil {
-			return err
-		}
+		s.Write(d[:n])
 		d = d[n:]
 	}
-	return k.scanned(s, s.finish())
+	s.finish()
+	return k.scanned(s)
 }
 
 func (k *KernelFile) identifyImageGz() error {
@@ -242,7 +249,7 @@ func (k *KernelFile) identifyImageGz() error {
 	if err := checkImage(s.head); err != nil {
 		return err
 	}
-	return k.scanned(s, nil)
+	return k.scanned(s)
 }
 
 // zboot header: drivers/firmware/efi/libstub/zboot-header.S.
@@ -275,21 +282,19 @@ func (k *KernelFile) identifyZboot() error {
 	if err := checkImage(s.head); err != nil {
 		return err
 	}
-	return k.scanned(s, nil)
+	return k.scanned(s)
 }
 
-// scanned takes the banner, release and config a scan of the whole kernel found.
-func (k *KernelFile) scanned(s *kscan, err error) error {
-	if err != nil {
-		return err
-	}
+// scanned takes the banner, release and config a scan of the whole kernel found. A broken
+// config is Config's error, not the file's: the kernel can still boot with --config.
+func (k *KernelFile) scanned(s *kscan) error {
 	k.cfgDone = true
-	if s.hasCfg {
-		cfg, err := gunzipConfig(s.config)
-		if err != nil {
-			return err
-		}
-		k.EmbeddedConfig = cfg
+	err := s.cfgErr
+	if err == nil && s.hasCfg {
+		k.EmbeddedConfig, err = gunzipConfig(s.config)
+	}
+	if err != nil {
+		k.cfgErr = fmt.Errorf("%s: %w", k.Path, err)
 	}
 	if len(s.banners) == 0 {
 		return errors.New("no \"Linux version\" banner in the kernel: its release cannot be read")
@@ -330,15 +335,13 @@ func (k *KernelFile) decompress(stopEarly bool) (*kscan, error) {
 	if err := k.unpack(s); err != nil && !errors.Is(err, errScanDone) {
 		return nil, err
 	}
-	if err := s.finish(); err != nil {
-		return nil, err
-	}
+	s.finish()
 	return s, nil
 }
 
 // unpack writes the decompressed payload to w, bounded by maxDecompressed.
 func (k *KernelFile) unpack(w io.Writer) error {
-	r, closer, err := decompressor(k.Compression, bytes.NewReader(k.payload))
+	r, closer, err := decompressor(k.Compression, k.payload)
 	if err != nil {
 		if errors.Is(err, errLZO) {
 			return fmt.Errorf("the %s's payload is lzo-compressed: its embedded config cannot be read from it; pass --config", k.Format)
@@ -346,7 +349,7 @@ func (k *KernelFile) unpack(w io.Writer) error {
 		return fmt.Errorf("%s payload: %v", k.Compression, err)
 	}
 	defer closer()
-	lr := &limitedReader{r: r, max: maxDecompressed, what: "the " + k.Compression + " payload"}
+	lr := &limitedReader{r: r, max: decompressLimit}
 	if _, err := io.Copy(w, lr); err != nil {
 		if errors.Is(err, errScanDone) {
 			return err
@@ -366,9 +369,9 @@ func (k *KernelFile) Config() ([]byte, error) {
 		}
 		s, err := k.decompress(true)
 		if err == nil {
-			err = k.scanned(s, nil)
+			err = k.scanned(s)
 		}
-		if err != nil {
+		if err != nil && k.cfgErr == nil {
 			k.cfgErr = fmt.Errorf("%s: %w", k.Path, err)
 		}
 	})
@@ -401,4 +404,204 @@ func (k *KernelFile) BootImage(dir string) (string, error) {
 		return "", err
 	}
 	return out, nil
+}
+
+// The markers kernel/configs.c puts around the gzip-compressed .config (CONFIG_IKCONFIG), and
+// the start of init/version.c's linux_banner.
+var (
+	ikcfgStart   = []byte("IKCFG_ST")
+	ikcfgEnd     = []byte("IKCFG_ED")
+	bannerPrefix = []byte("Linux version ")
+)
+
+const (
+	bannerMax      = 1024    // longest banner read; the window keeps this much past a search
+	configGzMax    = 4 << 20 // the compressed .config between the IKCFG markers
+	configMax      = 4 << 20 // the .config itself (ReadKernelConfig's bound too)
+	imageHeaderLen = 64      // arm64/riscv64 Image header
+)
+
+// errScanDone stops a copy into a kscan once it has everything it looks for.
+var errScanDone = errors.New("scan done")
+
+// kscan finds the banner and the IKCFG block in a decompressed kernel streamed through
+// Write, holding only a small window of it.
+type kscan struct {
+	head    []byte   // the first imageHeaderLen bytes
+	banners []string // "Linux version ..." strings, in order
+	config  []byte   // the gzip stream between IKCFG_ST and IKCFG_ED
+	hasCfg  bool     // config is complete
+	cfgErr  error    // the IKCFG block is broken (the banner is still looked for)
+
+	win   []byte
+	from  int           // win[:from] has been searched
+	inCfg *bytes.Buffer // collecting the IKCFG block
+	// stopWhenDone: return errScanDone once a banner and the config are found.
+	stopWhenDone bool
+}
+
+var errConfigCut = errors.New("IKCFG_ST without IKCFG_ED: the embedded config is cut off")
+
+func (s *kscan) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(s.head) < imageHeaderLen {
+		s.head = append(s.head, p[:min(len(p), imageHeaderLen-len(s.head))]...)
+	}
+	if s.inCfg != nil {
+		if p = s.feedConfig(p); p == nil {
+			return n, nil
+		}
+	}
+	s.win = append(s.win, p...)
+	s.scan(false)
+	if s.stopWhenDone && s.hasCfg && slices.ContainsFunc(s.banners, bannerComplete) {
+		return n, errScanDone
+	}
+	return n, nil
+}
+
+// finish scans what is left at the end of the stream.
+func (s *kscan) finish() {
+	if s.inCfg != nil {
+		s.abandonConfig(errConfigCut)
+	}
+	s.scan(true)
+	if s.inCfg != nil {
+		s.abandonConfig(errConfigCut)
+		s.scan(true)
+	}
+}
+
+// abandonConfig records a broken IKCFG block and puts its bytes back to be searched for
+// banners.
+func (s *kscan) abandonConfig(err error) {
+	s.cfgErr = err
+	s.win, s.from = append(s.win[:0], s.inCfg.Bytes()...), 0
+	s.inCfg = nil
+}
+
+// feedConfig appends p to the IKCFG block; once IKCFG_ED is seen (or the block is given up)
+// it returns what is left to scan (non-nil), else nil.
+func (s *kscan) feedConfig(p []byte) []byte {
+	before := s.inCfg.Len()
+	s.inCfg.Write(p)
+	b := s.inCfg.Bytes()
+	from := max(0, before-len(ikcfgEnd)+1)
+	if i := bytes.Index(b[from:], ikcfgEnd); i >= 0 {
+		end := from + i
+		s.config = bytes.Clone(b[:end])
+		s.hasCfg = true
+		rest := append([]byte{}, b[end+len(ikcfgEnd):]...)
+		s.inCfg = nil
+		return rest
+	}
+	if len(b) > configGzMax {
+		s.abandonConfig(fmt.Errorf("the IKCFG block is larger than %d MiB", configGzMax>>20))
+		rest := s.win
+		s.win = nil
+		return rest
+	}
+	return nil
+}
+
+func (s *kscan) scan(final bool) {
+	for {
+		limit := len(s.win)
+		if !final {
+			limit -= bannerMax
+		}
+		if limit <= s.from {
+			break
+		}
+		area := s.win[s.from : limit+min(len(s.win)-limit, len(bannerPrefix))]
+		bi := bytes.Index(area, bannerPrefix)
+		ci := -1
+		if !s.hasCfg && s.cfgErr == nil {
+			ci = bytes.Index(area, ikcfgStart)
+		}
+		if bi >= 0 && s.from+bi >= limit {
+			bi = -1
+		}
+		if ci >= 0 && s.from+ci >= limit {
+			ci = -1
+		}
+		switch {
+		case bi >= 0 && (ci < 0 || bi < ci):
+			pos := s.from + bi
+			if b, ok := parseBanner(s.win[pos:]); ok && len(s.banners) < 16 {
+				s.banners = append(s.banners, b)
+			}
+			s.from = pos + len(bannerPrefix)
+		case ci >= 0:
+			pos := s.from + ci
+			body := s.win[pos+len(ikcfgStart):]
+			if !bytes.HasPrefix(body, []byte{0x1f, 0x8b}) {
+				// The string, not the block: the block starts with a gzip header.
+				s.from = pos + len(ikcfgStart)
+				continue
+			}
+			s.inCfg = new(bytes.Buffer)
+			rest := s.feedConfig(bytes.Clone(body))
+			if rest == nil {
+				s.win, s.from = s.win[:0], 0
+				return // inside the block: the next Write continues it
+			}
+			s.win, s.from = rest, 0
+		default:
+			s.from = limit
+		}
+	}
+	// Keep what has not been searched yet, and enough before it for a banner.
+	keep := min(s.from, len(s.win))
+	s.win = append(s.win[:0], s.win[keep:]...)
+	s.from = 0
+}
+
+// parseBanner reads linux_banner at the start of b: printable text up to NUL or newline.
+func parseBanner(b []byte) (string, bool) {
+	end := 0
+	for end < len(b) && end < bannerMax && b[end] >= 0x20 && b[end] < 0x7f {
+		end++
+	}
+	if end == len(b) || end == bannerMax || (b[end] != 0 && b[end] != '\n') {
+		return "", false
+	}
+	s := string(b[:end])
+	f := strings.Fields(s)
+	if len(f) < 3 || f[2] == "" || f[2][0] < '0' || f[2][0] > '9' || strings.Contains(f[2], "%") {
+		return "", false
+	}
+	return s, true
+}
+
+// bannerComplete: the banner has a build number ("#1 SMP"), the final link's.
+func bannerComplete(b string) bool {
+	i := strings.Index(b, " #")
+	return i >= 0 && i+2 < len(b) && b[i+2] >= '0' && b[i+2] <= '9'
+}
+
+// bannerRelease is uname -r of a banner: its third word.
+func bannerRelease(b string) string {
+	f := strings.Fields(b)
+	if len(f) < 3 {
+		return ""
+	}
+	return f[2]
+}
+
+// gunzipConfig decompresses an IKCFG block, bounded.
+func gunzipConfig(gz []byte) ([]byte, error) {
+	z, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, fmt.Errorf("the embedded config (IKCFG block): %v", err)
+	}
+	z.Multistream(false)
+	b, err := io.ReadAll(io.LimitReader(z, configMax+1))
+	if err != nil {
+		return nil, fmt.Errorf("the embedded config (IKCFG block): %v", err)
+	}
+	if len(b) > configMax {
+		return nil, fmt.Errorf("the embedded config is larger than %d MiB", configMax>>20)
+	}
+	return b, nil
 }
