@@ -206,7 +206,12 @@ func stoppedCases(r Requirement, k btfmodel.Kernel, arch btfmodel.Arch, cases []
 // the version: the newest profile not newer than its release, else the oldest; the default
 // profile when the config states no release.
 func profileFor(c *KernelConfig) btfmodel.Kernel {
-	v, err := btfmodel.ParseVersion(c.Release())
+	// "6.18.0-rc3", "6.12.95+deb12": the version is the numeric part.
+	rel := c.Release()
+	if i := strings.IndexFunc(rel, func(r rune) bool { return r != '.' && (r < '0' || r > '9') }); i >= 0 {
+		rel = rel[:i]
+	}
+	v, err := btfmodel.ParseVersion(strings.TrimSuffix(rel, "."))
 	if err != nil {
 		return btfmodel.DefaultKernel
 	}
