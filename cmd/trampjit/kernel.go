@@ -459,7 +459,7 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	for _, c := range rep.Cases {
 		if c.Error != "" {
 			refused++
-			fmt.Fprintf(stdout, "%-55s %s %s at %s: %s\n", c.ID, pal.red("refused"), c.Errno, c.Stage, firstLine(c.Error))
+			fmt.Fprintf(stdout, "%-55s %s %s: %s\n", c.ID, pal.red("refused"), strings.TrimSpace(c.Errno+" at "+c.Stage), firstLine(c.Error))
 			continue
 		}
 		ok++

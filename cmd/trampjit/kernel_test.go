@@ -672,3 +672,60 @@ func TestKernelCaptureVmlinuz(t *testing.T) {
 		t.Error("the refused re-capture changed the corpus")
 	}
 }
+
+// TestKernelCaptureHostOut: --host -o writes a corpus whose BTF is the running kernel's
+// /sys/kernel/btf/vmlinux and whose kernel.json names the host. One case the kernel may
+// refuse for want of permission and one cilium refuses before the kernel sees it (no such
+// function), so that something is written here too.
+func TestKernelCaptureHostOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the agent on the host; skipped with -short")
+	}
+	btf, err := os.ReadFile("/sys/kernel/btf/vmlinux")
+	if err != nil {
+		t.Skipf("the host has no BTF: %v", err)
+	}
+	cases := filepath.Join(t.TempDir(), "cases.jsonl")
+	if err := os.WriteFile(cases, []byte(`{"id":"t2","func":"bpf_fentry_test2","progs":[{"kind":"fentry"}]}`+"\n"+
+		`{"id":"nosuch","func":"tj_no_such_function","progs":[{"kind":"fentry"}]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "host")
+	code, stdout, errOut := trampjit("kernel", "capture", "--host", "--cases", cases, "-o", out, "--color", "never")
+	t.Logf("exit %d\n%s\n%s", code, stdout, errOut)
+	if code != 0 {
+		t.Fatal("capture failed")
+	}
+	xzb, err := os.ReadFile(filepath.Join(out, "vmlinux.btf.xz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := xz.NewReader(bytes.NewReader(xzb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	if err != nil || !bytes.Equal(got, btf) {
+		t.Errorf("vmlinux.btf.xz: %d bytes (%v), the host's BTF %d", len(got), err, len(btf))
+	}
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]string
+	b, err := os.ReadFile(filepath.Join(out, "kernel.json"))
+	if err != nil || json.Unmarshal(b, &rec) != nil {
+		t.Fatalf("kernel.json: %v\n%s", err, b)
+	}
+	if rec["source"] != "host" || rec["release"] != unix.ByteSliceToString(u.Release[:]) || rec["arch"] != runtime.GOARCH ||
+		!strings.HasPrefix(rec["banner"], "Linux version "+rec["release"]+" ") || rec["package"] != "" {
+		t.Errorf("kernel.json:\n%s", b)
+	}
+	if p, err := kernel.CorpusPin(out); err != nil || p != (vm.Pin{}) {
+		t.Errorf("CorpusPin = %+v, %v; want the zero pin", p, err)
+	}
+	got2, err := kernel.ReadCorpus(out)
+	if err != nil || len(got2) != 2 || got2[1].Error == "" || !strings.Contains(got2[1].Error, "tj_no_such_function") {
+		t.Errorf("cases: %+v, %v", got2, err)
+	}
+}
