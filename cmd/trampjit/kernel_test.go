@@ -729,3 +729,64 @@ func TestKernelCaptureHostOut(t *testing.T) {
 		t.Errorf("cases: %+v, %v", got2, err)
 	}
 }
+
+// TestKernelCasesFormats: jsonl stays the default; json is the same cases as one array; text
+// is a table with a row per case; --only selects by ids and globs, and a pattern matching
+// nothing is an error; --vmlinuz gives the catalogue of the file's architecture and profile.
+func TestKernelCasesFormats(t *testing.T) {
+	code, jsonl, e := trampjit("kernel", "cases", "--kernel", "6.12", "--arch", "amd64")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, e)
+	}
+	var lines []kernel.Case
+	for _, l := range strings.Split(strings.TrimSpace(jsonl), "\n") {
+		var c kernel.Case
+		if err := json.Unmarshal([]byte(l), &c); err != nil {
+			t.Fatalf("jsonl line %q: %v", l, err)
+		}
+		lines = append(lines, c)
+	}
+	code, js, e := trampjit("kernel", "cases", "--kernel", "6.12", "--arch", "amd64", "--format", "json")
+	var arr []kernel.Case
+	if code != 0 || json.Unmarshal([]byte(js), &arr) != nil {
+		t.Fatalf("--format json: exit %d, %s", code, e)
+	}
+	a, _ := json.Marshal(arr)
+	b, _ := json.Marshal(lines)
+	if len(arr) < 100 || !bytes.Equal(a, b) {
+		t.Errorf("--format json has %d cases, jsonl %d, or they differ", len(arr), len(lines))
+	}
+	code, text, e := trampjit("kernel", "cases", "--kernel", "6.12", "--arch", "amd64", "--format", "text", "--only", "bpf_fentry_test2-links-*,do_exit-fexit")
+	rows := strings.Split(strings.TrimSpace(text), "\n")
+	if code != 0 || len(rows) != 1+4+1 || !strings.HasPrefix(rows[0], "ID ") || !strings.Contains(rows[0], "PROGRAMS") || rows[len(rows)-1] != "4 cases" {
+		t.Fatalf("--format text: exit %d, %s\n%s", code, e, text)
+	}
+	for _, w := range []string{"bpf_fentry_test2-links-38-fentry", "38×fentry", "19×fentry,19×fexit", "do_exit-fexit"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("table lacks %q:\n%s", w, text)
+		}
+	}
+	if code, _, e := trampjit("kernel", "cases", "--only", "bpf_fentry_test2-fentry-fexit,bpf_fentry_tset2-*"); code != 2 || !strings.Contains(e, `"bpf_fentry_tset2-*" matches no case`) {
+		t.Errorf("unmatched glob: exit %d, %q", code, e)
+	}
+	if code, _, e := trampjit("kernel", "cases", "--format", "yaml"); code != 2 || !strings.Contains(e, "jsonl, json or text") {
+		t.Errorf("--format yaml: exit %d, %q", code, e)
+	}
+
+	cache, err := vm.CacheDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	imgs, _ := filepath.Glob(filepath.Join(cache, "kernels", "7.2-arm64", "vmlinuz-*"))
+	if len(imgs) == 0 {
+		t.Skip("the 7.2-arm64 kernel is not cached")
+	}
+	code, got, e := trampjit("kernel", "cases", "--vmlinuz", imgs[0])
+	_, want, _ := trampjit("kernel", "cases", "--kernel", "7.2", "--arch", "arm64")
+	if code != 0 || got != want || !strings.Contains(e, "model profile: 7.2 (the nearest lower") {
+		t.Errorf("--vmlinuz %s: exit %d, %s; same as --kernel 7.2 --arch arm64: %v", imgs[0], code, e, got == want)
+	}
+	if code, _, e := trampjit("kernel", "cases", "--vmlinuz", imgs[0], "--profile", "6.12"); code != 0 || !strings.Contains(e, "model profile: 6.12 (--profile)") {
+		t.Errorf("--profile 6.12: exit %d, %s", code, e)
+	}
+}
