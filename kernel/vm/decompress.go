@@ -14,6 +14,7 @@ import (
 	"hash/crc64"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -46,6 +47,25 @@ func compressionOf(b []byte) string {
 		}
 	}
 	return ""
+}
+
+func le16(b []byte, off int) int { return int(binary.LittleEndian.Uint16(b[off:])) }
+func le32(b []byte, off int) int64 {
+	return int64(binary.LittleEndian.Uint32(b[off:]))
+}
+
+// firstBytes shows the start of a file: "7f 45 4c 46 02 01 01 00 ...".
+func firstBytes(d []byte) string {
+	n := min(len(d), 8)
+	s := make([]string, n)
+	for i := range n {
+		s[i] = fmt.Sprintf("%02x", d[i])
+	}
+	out := strings.Join(s, " ")
+	if len(d) > n {
+		out += " ..."
+	}
+	return out
 }
 
 // zbootCompression maps the COMP_TYPE string of an EFI zboot header

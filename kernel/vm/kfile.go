@@ -102,11 +102,6 @@ func readKernelFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-func le16(b []byte, off int) int { return int(binary.LittleEndian.Uint16(b[off:])) }
-func le32(b []byte, off int) int64 {
-	return int64(binary.LittleEndian.Uint32(b[off:]))
-}
-
 // identify reads the headers, in the order that keeps them apart: an EFI zboot and an
 // x86 bzImage with its EFI stub both start with "MZ"; an arm64 Image with its EFI stub too.
 func (k *KernelFile) identify() error {
@@ -124,20 +119,6 @@ func (k *KernelFile) identify() error {
 		return errors.New("not a kernel image: an ELF vmlinux; qemu boots the compressed image: arch/x86/boot/bzImage or arch/arm64/boot/Image")
 	}
 	return fmt.Errorf("not a kernel image: no x86 bzImage, arm64/riscv64 Image or EFI zboot header (first bytes: %s)", firstBytes(d))
-}
-
-// firstBytes shows the start of a file: "7f 45 4c 46 02 01 01 00 ...".
-func firstBytes(d []byte) string {
-	n := min(len(d), 8)
-	s := make([]string, n)
-	for i := range n {
-		s[i] = fmt.Sprintf("%02x", d[i])
-	}
-	out := strings.Join(s, " ")
-	if len(d) > n {
-		out += " ..."
-	}
-	return out
 }
 
 // imageArch is the architecture of an arm64 or riscv64 Image header
@@ -217,7 +198,13 @@ func (k *KernelFile) identifyBzImage() error {
 	}
 	k.payload = p
 	if k.Release == "" {
-		return errors.New("bzImage has no kernel_version string: its release cannot be read")
+		// No kernel_version string (protocol < 2.00 layouts, or a zeroed field): the
+		// release is the decompressed kernel's banner.
+		s, err := k.decompress(true)
+		if err != nil {
+			return err
+		}
+		return k.scanned(s)
 	}
 	return nil
 }
@@ -239,7 +226,7 @@ func (k *KernelFile) identifyImage() error {
 
 func (k *KernelFile) identifyImageGz() error {
 	k.Format, k.Compression, k.payload = FormatImageGz, "gzip", k.data
-	s, err := k.decompress(false)
+	s, err := k.decompress(true)
 	if err != nil {
 		return err
 	}
@@ -272,7 +259,7 @@ func (k *KernelFile) identifyZboot() error {
 	if k.Compression == "lzo" {
 		return errors.New("an EFI zboot image with an lzo payload: it cannot be unpacked here (rebuild with CONFIG_KERNEL_GZIP or _ZSTD)")
 	}
-	s, err := k.decompress(false)
+	s, err := k.decompress(true)
 	if err != nil {
 		return err
 	}

@@ -153,6 +153,16 @@ func TestOpenSynthetic(t *testing.T) {
 			checkConfig(t, openOK(t, path, FormatImage, "riscv64", "", "6.12.1"))
 		})
 	}
+	t.Run("bzImage-no-kernel_version", func(t *testing.T) {
+		b := bzImage("ignored", kernelPayload(t, "gzip", "", kernel))
+		binary.LittleEndian.PutUint16(b[0x20e:], 0)
+		k := openOK(t, writeFile(t, "bzImage", b), FormatBzImage, "amd64", "gzip", rel)
+		checkConfig(t, k)
+	})
+	t.Run("riscv64-Image.gz", func(t *testing.T) {
+		path := writeFile(t, "Image.gz", compress(t, "gzip", "", riscvImage(fakeKernel("6.12.1", []byte(testConfig), 1000), false)))
+		checkConfig(t, openOK(t, path, FormatImageGz, "riscv64", "gzip", "6.12.1"))
+	})
 	t.Run("lzo", func(t *testing.T) {
 		// No lzop here: the magic is what identifies it, and the config cannot be read.
 		payload := append([]byte("\x89LZO\x00\r\n\x1a\n"), filler(100, 5)...)
@@ -411,6 +421,17 @@ func TestXZBranchFilters(t *testing.T) {
 			t.Errorf("--%s, %d bytes: %v; %d bytes decoded, first difference at %d", tc.bcj, len(tc.data), err, len(got), i)
 		}
 	}
+	// Real code: 2 MiB of the Debian kernels' text, where the branches are real.
+	for _, real := range realKernelCode(t) {
+		xzData := compress(t, "xz", real.bcj, real.code)
+		rd, _, err := decompressor("xz", xzData)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := io.ReadAll(rd); err != nil || !bytes.Equal(got, real.code) {
+			t.Errorf("%s: %d of %d bytes, %v", real.name, len(got), len(real.code), err)
+		}
+	}
 	// The check types xz(1) writes besides the kernel's CRC32.
 	for _, check := range []string{"crc64", "sha256", "none"} {
 		cmd := exec.Command("xz", "--check="+check, "--x86", "--lzma2=preset=6", "-c")
@@ -440,4 +461,38 @@ func TestXZBranchFilters(t *testing.T) {
 			t.Error("a flipped bit near the end decoded without an error")
 		}
 	}
+}
+
+type kernelCode struct {
+	name, bcj string
+	code      []byte
+}
+
+// realKernelCode is 2 MiB from 2 MiB into each cached Debian kernel's (decompressed) image:
+// kernel text, for the branch filters.
+func realKernelCode(t *testing.T) []kernelCode {
+	home, _ := os.UserHomeDir()
+	var out []kernelCode
+	for _, glob := range []string{"6.12-amd64/vmlinuz-*", "6.12-arm64/vmlinuz-*"} {
+		files, _ := filepath.Glob(filepath.Join(home, ".cache/trampjit/kernels", glob))
+		if len(files) == 0 {
+			continue
+		}
+		k, err := OpenKernelFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var image bytes.Buffer
+		if k.payload == nil {
+			image.Write(k.data)
+		} else if err := k.unpack(&image); err != nil {
+			t.Fatal(err)
+		}
+		if image.Len() < 6<<20 {
+			t.Fatalf("%s: %d bytes decompressed", files[0], image.Len())
+		}
+		bcj := map[string]string{"amd64": "x86", "arm64": "arm64"}[k.Arch]
+		out = append(out, kernelCode{filepath.Base(files[0]), bcj, image.Bytes()[2<<20 : 4<<20]})
+	}
+	return out
 }

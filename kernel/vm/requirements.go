@@ -16,7 +16,9 @@ type Requirement struct {
 	Arch    string   // "" for every architecture
 	Fatal   bool     // nothing can be captured without it: the kernel is refused before it boots
 	Cost    string   // what cannot run without it, said to the user
-	// Stops reports, for a non-fatal requirement, whether a case cannot run without it.
+	// Stops reports, for a non-fatal requirement, whether a case cannot run without it. Nil
+	// when that depends on the kernel's version (use StopsCase, or CheckConfig) or when the
+	// requirement stops no case by itself.
 	Stops func(c wire.Case) bool `json:"-"`
 	// When, if set, says whether the requirement applies to a config at all (DEBUG_FS
 	// matters only to a kernel that has an error-injection list to show).
@@ -129,6 +131,17 @@ var Requirements = []Requirement{
 		When: func(c *KernelConfig) bool { return c.Value("FUNCTION_ERROR_INJECTION") == "y" }},
 }
 
+// StopsCase reports whether case c cannot run without r on kernel profile k and arch.
+func (r Requirement) StopsCase(k btfmodel.Kernel, arch string, c wire.Case) bool {
+	switch {
+	case r.Stops != nil:
+		return r.Stops(c)
+	case r.stopsIn != nil:
+		return r.stopsIn(k, btfmodel.Arch(arch), c)
+	}
+	return false
+}
+
 // needsErrorInjection: a program of the case is refused at load without an error-injection
 // list and admitted with the function on it (btfmodel.CheckAttach models both).
 func needsErrorInjection(k btfmodel.Kernel, arch btfmodel.Arch, c wire.Case) bool {
@@ -179,7 +192,7 @@ func CheckConfig(c *KernelConfig, arch string, cases []wire.Case) []MissingOptio
 				continue
 			}
 			if ids == nil && !r.Fatal {
-				ids = stoppedCases(r, k, btfmodel.Arch(arch), cases)
+				ids = stoppedCases(r, k, arch, cases)
 			}
 			m := MissingOption{Option: configName(o), Value: v, Fatal: r.Fatal, Cost: r.Cost, Cases: ids}
 			if r.Fatal {
@@ -192,10 +205,10 @@ func CheckConfig(c *KernelConfig, arch string, cases []wire.Case) []MissingOptio
 	return append(fatal, other...)
 }
 
-func stoppedCases(r Requirement, k btfmodel.Kernel, arch btfmodel.Arch, cases []wire.Case) []string {
+func stoppedCases(r Requirement, k btfmodel.Kernel, arch string, cases []wire.Case) []string {
 	ids := []string{}
 	for _, cs := range cases {
-		if r.Stops != nil && r.Stops(cs) || r.stopsIn != nil && r.stopsIn(k, arch, cs) {
+		if r.StopsCase(k, arch, cs) {
 			ids = append(ids, cs.ID)
 		}
 	}
