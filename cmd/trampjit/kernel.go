@@ -350,7 +350,7 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&only, "only", "", "capture only these cases: comma-separated exact ids or globs ('bpf_fentry_test2-*')")
 	fs.StringVar(&outDir, "o", "", "write cases.jsonl, info.json, kernel.json, boots.json, vmlinux.btf.xz here")
 	fs.IntVar(&jobs, "jobs", 1, "guests to run in parallel")
-	fs.DurationVar(&timeout, "timeout", 0, "hard timeout per guest (default 90s plus 5s per case)")
+	fs.DurationVar(&timeout, "timeout", 0, "hard timeout per guest (default 90s plus 5s per case, and 2m more for the BTF)")
 	fs.BoolVar(&copyBTF, "btf", true, "with -o: copy the kernel's vmlinux BTF out (vmlinux.btf.xz, which every request names)")
 	fs.BoolVar(&host, "host", false, "capture on the running kernel instead of a guest (root; refuses where the kernel does)")
 	out.register(fs, "text or json")
