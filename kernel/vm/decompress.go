@@ -99,7 +99,14 @@ func decompressor(comp string, p []byte) (io.Reader, func(), error) {
 	case "bzip2":
 		return bzip2.NewReader(r), nop, nil
 	case "lzma":
-		// A dictionary larger than the whole output is never used: cap it at the limit.
+		// A dictionary larger than the whole output is never used: the header's is capped at
+		// the output limit (lzma -9 writes 64 MiB).
+		if len(p) >= 5 && int64(binary.LittleEndian.Uint32(p[1:])) > decompressLimit {
+			h := bytes.Clone(p[:5])
+			binary.LittleEndian.PutUint32(h[1:], uint32(decompressLimit))
+			p = append(h, p[5:]...)
+			r = bytes.NewReader(p)
+		}
 		z, err := lzma.ReaderConfig{DictCap: int(decompressLimit)}.NewReader(bufio.NewReader(r))
 		if err != nil {
 			return nil, nop, err

@@ -115,13 +115,13 @@ func riscvImage(body []byte, oldMagic bool) []byte {
 	return append(h, body...)
 }
 
-// bzImageLayout: the synthetic bzImage's setup is 4 sectors plus the boot sector; the
-// protected-mode part starts at 0xa00 and the payload 0x100 into it.
+// bzImageLayout: the synthetic bzImage's setup is 1 sector plus the boot sector; the
+// protected-mode part starts at 0x400 and the payload 0x10 into it.
 const (
-	bzSetupSects  = 4
+	bzSetupSects  = 1
 	bzPM          = (bzSetupSects + 1) * 512
-	bzPayloadOff  = 0x100
-	bzVersionAt   = 0x400
+	bzPayloadOff  = 0x10
+	bzVersionAt   = 0x280
 	bzPayloadFile = bzPM + bzPayloadOff
 )
 
@@ -201,7 +201,7 @@ func FuzzOpenKernelFile(f *testing.F) {
 	f.Add([]byte("\x7fELF\x02\x01\x01\x00"))
 	f.Add([]byte{})
 	old := decompressLimit
-	decompressLimit = 16 << 20
+	decompressLimit = 4 << 20
 	f.Cleanup(func() { decompressLimit = old })
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -226,7 +226,10 @@ func FuzzOpenKernelFile(f *testing.F) {
 		if _, err := k.KernelConfig(); err != nil && !bytes.Contains([]byte(err.Error()), []byte(path)) {
 			t.Fatalf("KernelConfig error does not name the file: %v", err)
 		}
-		if b, err := k.BootImage(t.TempDir()); err == nil && b == "" {
+		boot := filepath.Join(dir, "boot")
+		os.RemoveAll(boot)
+		os.Mkdir(boot, 0o755)
+		if b, err := k.BootImage(boot); err == nil && b == "" {
 			t.Fatal("BootImage returned no path")
 		}
 		if d := time.Since(t0); d > 10*time.Second {

@@ -496,3 +496,23 @@ func realKernelCode(t *testing.T) []kernelCode {
 	}
 	return out
 }
+
+// TestLZMADictionaryCapped: lzma -9 states a 64 MiB dictionary; under a lower output limit
+// the stream still decodes (no match reaches further back than the output).
+func TestLZMADictionaryCapped(t *testing.T) {
+	old := decompressLimit
+	decompressLimit = 1 << 20
+	defer func() { decompressLimit = old }()
+	data := append(filler(100000, 3), filler(100000, 3)...)
+	lz := compress(t, "lzma", "", data)
+	if binary.LittleEndian.Uint32(lz[1:]) != 64<<20 {
+		t.Fatalf("lzma -9 dictionary %d", binary.LittleEndian.Uint32(lz[1:]))
+	}
+	rd, _, err := decompressor("lzma", lz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(rd); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("%d bytes, %v", len(got), err)
+	}
+}
