@@ -790,3 +790,41 @@ func TestKernelCasesFormats(t *testing.T) {
 		t.Errorf("--profile 6.12: exit %d, %s", code, e)
 	}
 }
+
+// TestKernelCaptureVmlinuzReleaseMismatch: a bzImage whose header names another release
+// than the kernel inside (kernel_version, Documentation/arch/x86/boot.rst: the pointer at
+// 0x20e, +0x200) is booted, and the capture says loudly that the guest ran something else;
+// kernel.json keeps a note of it.
+func TestKernelCaptureVmlinuzReleaseMismatch(t *testing.T) {
+	needGuest(t)
+	k := cached612(t)
+	d, err := os.ReadFile(k.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := int(binary.LittleEndian.Uint16(d[0x20e:])) + 0x200
+	end := kv + bytes.IndexByte(d[kv:], 0)
+	i := kv + bytes.Index(d[kv:end], []byte(k.Release))
+	if i < kv {
+		t.Fatalf("%s: kernel_version %q does not start with %s", k.Path, d[kv:end], k.Release)
+	}
+	fake := strings.Replace(k.Release, "6.12.", "6.13.", 1)
+	copy(d[i:], fake)
+	img := filepath.Join(t.TempDir(), "bzImage")
+	if err := os.WriteFile(img, d, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "corpus")
+	code, _, errOut := trampjit("kernel", "capture", "--vmlinuz", img, "--config", k.Config, "--only", "bpf_fentry_test2-fentry", "-o", out)
+	t.Logf("exit %d\n%s", code, errOut)
+	want := "WARNING: RELEASE MISMATCH: the guest ran " + k.Release + ", but " + img + " says " + fake
+	if code != 0 || !strings.Contains(errOut, "kernel: "+fake+" (bzImage") || !strings.Contains(errOut, want) ||
+		!strings.Contains(errOut, "warning: the config is for 6.12.") {
+		t.Errorf("exit %d; want the file's release stated, then %q", code, want)
+	}
+	var rec map[string]string
+	if b, err := os.ReadFile(filepath.Join(out, "kernel.json")); err != nil || json.Unmarshal(b, &rec) != nil ||
+		!strings.Contains(rec["note"], "the guest ran "+k.Release) || rec["release"] != fake {
+		t.Errorf("kernel.json: %v, %v", rec, err)
+	}
+}
