@@ -45,8 +45,9 @@ var Requirements = []Requirement{
 	{Options: []string{"BPF_SYSCALL"}, Fatal: true,
 		Cost: "there is no bpf(2) syscall: no program can be loaded"},
 	// Trampolines are JIT output (arch_prepare_bpf_trampoline in arch/*/net/bpf_jit_comp.c,
-	// built only with BPF_JIT), and the programs they call must be JITed: bpf_jit_enable starts
-	// at IS_BUILTIN(CONFIG_BPF_JIT_DEFAULT_ON) (kernel/bpf/core.c) and the agent does not set it.
+	// built only with BPF_JIT; bpf_types.h registers BPF_PROG_TYPE_LSM only under
+	// CONFIG_BPF_JIT), and the programs they call must be JITed: bpf_jit_enable starts at
+	// IS_BUILTIN(CONFIG_BPF_JIT_DEFAULT_ON) (kernel/bpf/core.c) and the agent does not set it.
 	{Options: []string{"BPF_JIT", "BPF_JIT_DEFAULT_ON"}, Fatal: true,
 		Cost: "no BPF JIT: the kernel builds no trampoline (arch_prepare_bpf_trampoline is JIT code) and programs run in the interpreter"},
 	// fentry/fexit/fmod_ret name their target by BTF id in vmlinux BTF (bpf_check_attach_target,
@@ -79,6 +80,10 @@ var Requirements = []Requirement{
 	// The agent is a Go program: the Go runtime's locks sleep on futexes (kernel/futex/).
 	{Options: []string{"FUTEX"}, Fatal: true,
 		Cost: "no futex(2): the agent, a Go program, cannot run"},
+	// The Go runtime's poller starts at the agent's first file: epoll_create1 and eventfd,
+	// each a throw when missing (runtime/netpoll_epoll.go, netpollinit).
+	{Options: []string{"EPOLL", "EVENTFD"}, Fatal: true,
+		Cost: "no epoll or eventfd: the Go runtime's poller cannot start and the agent dies at its first file"},
 	{Options: []string{"PROC_FS"}, Fatal: true,
 		Cost: "no /proc: the agent cannot read /proc/kallsyms"},
 	// /sys/kernel/btf/vmlinux is a sysfs file.

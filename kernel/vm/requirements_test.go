@@ -145,9 +145,9 @@ func TestDebianConfigsCapture(t *testing.T) {
 // The fatal options per arch, written out here rather than taken from Requirements.
 var wantFatal = map[string][]string{
 	"amd64": {"BPF_SYSCALL", "BPF_JIT", "BPF_JIT_DEFAULT_ON", "DEBUG_INFO_BTF", "BPF_EVENTS", "NET", "KALLSYMS",
-		"BLK_DEV_INITRD", "RD_GZIP", "BINFMT_ELF", "FUTEX", "PROC_FS", "SYSFS", "SERIAL_8250", "SERIAL_8250_CONSOLE"},
+		"BLK_DEV_INITRD", "RD_GZIP", "BINFMT_ELF", "FUTEX", "EPOLL", "EVENTFD", "PROC_FS", "SYSFS", "SERIAL_8250", "SERIAL_8250_CONSOLE"},
 	"arm64": {"BPF_SYSCALL", "BPF_JIT", "BPF_JIT_DEFAULT_ON", "DEBUG_INFO_BTF", "BPF_EVENTS", "NET", "KALLSYMS",
-		"BLK_DEV_INITRD", "RD_GZIP", "BINFMT_ELF", "FUTEX", "PROC_FS", "SYSFS", "SERIAL_AMBA_PL011", "SERIAL_AMBA_PL011_CONSOLE"},
+		"BLK_DEV_INITRD", "RD_GZIP", "BINFMT_ELF", "FUTEX", "EPOLL", "EVENTFD", "PROC_FS", "SYSFS", "SERIAL_AMBA_PL011", "SERIAL_AMBA_PL011_CONSOLE"},
 }
 
 // What each fatal option's cost has to say.
@@ -155,7 +155,7 @@ var wantCost = map[string]string{
 	"BPF_SYSCALL": "bpf(2)", "BPF_JIT": "trampoline", "BPF_JIT_DEFAULT_ON": "interpreter",
 	"DEBUG_INFO_BTF": "/sys/kernel/btf/vmlinux", "BPF_EVENTS": "BPF_PROG_TYPE_TRACING", "NET": "SCHED_CLS",
 	"KALLSYMS": "/proc/kallsyms", "BLK_DEV_INITRD": "initramfs", "RD_GZIP": "gzip initramfs", "BINFMT_ELF": "ELF",
-	"FUTEX": "futex", "PROC_FS": "/proc", "SYSFS": "sysfs", "SERIAL_8250": "ttyS0", "SERIAL_8250_CONSOLE": "ttyS0",
+	"FUTEX": "futex", "EPOLL": "epoll", "EVENTFD": "eventfd", "PROC_FS": "/proc", "SYSFS": "sysfs", "SERIAL_8250": "ttyS0", "SERIAL_8250_CONSOLE": "ttyS0",
 	"SERIAL_AMBA_PL011": "ttyAMA0", "SERIAL_AMBA_PL011_CONSOLE": "ttyAMA0",
 }
 
