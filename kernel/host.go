@@ -112,11 +112,15 @@ func CaptureHost(ctx context.Context, o CaptureOptions) (*CaptureReport, error) 
 	if o.BTF == "" {
 		o.BTF = "vmlinux.btf.xz"
 	}
+	// Every case refused for want of permission, or, on a locked-down kernel, refused at all
+	// (lockdown stops the agent's reads of kernel memory with whatever errno the helper gives).
+	lock, lockErr := Lockdown()
+	locked := lockErr == nil && lock != "none"
 	denied := 0
 	var first *CorpusCase
 	for _, c := range o.Cases {
 		cc := toCorpus(rep.Kernel, rep.Info, c, results[c.ID], o.BTF)
-		if cc.Errno == "EPERM" || cc.Errno == "EACCES" {
+		if cc.Errno == "EPERM" || cc.Errno == "EACCES" || locked && cc.Error != "" {
 			denied++
 			if first == nil {
 				first = &cc
@@ -125,8 +129,8 @@ func CaptureHost(ctx context.Context, o CaptureOptions) (*CaptureReport, error) 
 		rep.Cases = append(rep.Cases, cc)
 	}
 	if denied > 0 && denied == len(o.Cases) {
-		return rep, &hostDenied{fmt.Sprintf("the running kernel %s refused all %d cases with %s (e.g. %s at %s: %s): %s",
-			host.Release, denied, first.Errno, first.ID, first.Stage, withoutMemlockHint(firstLine(first.Error)), hostDenial())}
+		return rep, &hostDenied{fmt.Sprintf("the running kernel %s refused all %d cases (e.g. %s with %s at %s: %s): %s",
+			host.Release, denied, first.ID, orDefault(first.Errno, "no errno"), first.Stage, withoutMemlockHint(firstLine(first.Error)), hostDenial())}
 	}
 	if o.OutDir != "" {
 		files, err := corpusFiles(rep)

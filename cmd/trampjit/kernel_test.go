@@ -329,7 +329,7 @@ func TestKernelCaptureHostRefused(t *testing.T) {
 	}
 	t.Logf("exit %d after %v:\n%s", code, time.Since(t0), errOut)
 	want := []string{"host kernel: " + release + " (", "model profile: " + string(profile) + " (the nearest lower; --profile to choose)",
-		"nothing captured", "refused all ", "cases with EPERM", "bpf_fentry_test2-fentry-fexit at load"}
+		"nothing captured", "refused all ", "(e.g. bpf_fentry_test2-fentry-fexit with EPERM at load"}
 	if os.Geteuid() == 0 {
 		want = append(want, "root with CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN", "the running kernel itself refuses")
 	}
