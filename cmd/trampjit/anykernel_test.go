@@ -64,6 +64,24 @@ var anyKernels = []anyKernel{
 			{id: "do_exit-fexit", model: kernel.Match, kernel: kernel.RefusedByBoth},
 			{id: "net_dim-fentry", model: kernel.Match, kernel: kernel.RefusedByBoth},
 		}},
+	{name: "7.3-trixie-backports", suite: "trixie-backports", pkg: "linux-image-7.3.*-cloud-amd64",
+		profile: "7.2", corpus: "../../testdata/kernel/7.2-amd64",
+		cases: []anyCase{
+			{id: "bpf_fentry_test1-fentry-fexit", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf_modify_return_test-fentry-fmod_ret-fexit", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf_fentry_test2-cookies-64bit", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf_fentry_test1-sleepable-fentry-fexit", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "__audit_tk_injoffset-fentry-fexit", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "__vring_new_virtqueue_split-fentry-fexit-func-ip", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf_fentry_test2-fsession-cookie", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf_lsm_file_open-lsm", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf_lsm_task_free-lsm-void", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf-tj_args2-fentry-fexit", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf_fentry_test2-links-36-mixed", model: kernel.Match, kernel: kernel.SameShape},
+			{id: "bpf_fentry_test2-links-37-fentry", model: kernel.Match, kernel: kernel.RefusedByBoth},
+			{id: "do_exit-fexit", model: kernel.Match, kernel: kernel.RefusedByBoth},
+			{id: "net_dim-fentry", model: kernel.Match, kernel: kernel.SameShape},
+		}},
 }
 
 func (k anyKernel) ids() string {
@@ -107,19 +125,27 @@ func testAnyKernel(t *testing.T, k anyKernel) {
 
 	dir := filepath.Join(t.TempDir(), "capture")
 	t1 := time.Now()
-	// A guest whose kernel panics on its own (not in a case: the same case passes in the
-	// next boot) is booted again, at most twice; a panic a case causes recurs and fails.
+	// A guest whose kernel panics on its own, outside any BPF code, is booted again (Debian's
+	// gcc-12 build of 6.12.95 does, under qemu 7.2's TCG, in init as well as later: the
+	// saved EFLAGS are garbage, as if the emulated flags were). A panic in a trampoline or
+	// a program fails the test; so does any other once every boot panicked.
+	const boots = 4
+	var panics []string
 	for attempt := 1; ; attempt++ {
 		code, out, errOut = trampjit("kernel", "capture", "--vmlinuz", img.Path, "--config", img.Config,
 			"--only", k.ids(), "-o", dir, "--color", "never")
-		panicked := guestPanic(dir, code, errOut)
-		if panicked == "" {
+		where := guestPanic(dir, code, errOut)
+		if where == "" {
 			break
 		}
-		if attempt == 3 {
-			t.Fatalf("%s panicked in each of 3 boots; the last:\n%s", img.Release, panicked)
+		if strings.Contains(where, "bpf") {
+			t.Fatalf("%s panicked in BPF code: %s\n%s", img.Release, where, errOut)
 		}
-		t.Logf("%s: boot %d: the kernel panicked (%s); booting again", k.name, attempt, panicked)
+		panics = append(panics, where)
+		if attempt == boots {
+			t.Fatalf("%s panicked on its own in each of %d boots:\n%s", img.Release, boots, strings.Join(panics, "\n"))
+		}
+		t.Logf("%s: boot %d: the kernel panicked on its own (%s); booting again", k.name, attempt, where)
 		os.RemoveAll(dir)
 	}
 	if code != 0 {
