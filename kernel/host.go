@@ -112,10 +112,12 @@ func CaptureHost(ctx context.Context, o CaptureOptions) (*CaptureReport, error) 
 	if o.BTF == "" {
 		o.BTF = "vmlinux.btf.xz"
 	}
-	// Every case refused for want of permission, or, on a locked-down kernel, refused at all
-	// (lockdown stops the agent's reads of kernel memory with whatever errno the helper gives).
+	// Every case refused for want of permission, or, on a kernel locked down for
+	// confidentiality, refused at all: that mode stops the agent's reads of kernel memory
+	// (LOCKDOWN_BPF_READ_KERNEL) with whatever errno the helper gives. Integrity mode does not,
+	// so there a refusal with another errno is the kernel's verdict on the case.
 	lock, lockErr := Lockdown()
-	locked := lockErr == nil && lock != "none"
+	locked := lockErr == nil && lock == "confidentiality"
 	denied := 0
 	var first *CorpusCase
 	for _, c := range o.Cases {
