@@ -187,8 +187,10 @@ func denialReason(euid int, eff uint64, capErr error, lock string, lockErr error
 		return fmt.Sprintf("trampjit runs as uid %d: capturing on the host needs root (CAP_BPF + CAP_PERFMON + CAP_SYS_ADMIN)", euid)
 	case len(missing) > 0:
 		return fmt.Sprintf("trampjit runs as root without %s: capturing on the host needs CAP_BPF + CAP_PERFMON + CAP_SYS_ADMIN (a container drops them)", strings.Join(missing, ", "))
+	case lockErr == nil && lock == "confidentiality":
+		return fmt.Sprintf("the kernel is locked down (%s: [%s]): it forbids BPF reads of kernel memory (LOCKDOWN_BPF_READ_KERNEL), which a capture needs", lockdownFile, lock)
 	case lockErr == nil && lock != "none":
-		return fmt.Sprintf("the kernel is locked down (%s: [%s]): lockdown forbids reading kernel memory, and in confidentiality mode most tracing", lockdownFile, lock)
+		return fmt.Sprintf("the kernel is locked down (%s: [%s]): integrity lockdown alone allows BPF tracing, but it usually comes with a policy (Secure Boot, a security module) that refuses it", lockdownFile, lock)
 	}
 	how := "the kernel is not locked down"
 	if lockErr != nil {
