@@ -201,7 +201,7 @@ func FuzzOpenKernelFile(f *testing.F) {
 	f.Add([]byte("\x7fELF\x02\x01\x01\x00"))
 	f.Add([]byte{})
 	old := decompressLimit
-	decompressLimit = 4 << 20
+	decompressLimit = 256 << 10
 	f.Cleanup(func() { decompressLimit = old })
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
