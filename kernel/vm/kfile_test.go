@@ -432,9 +432,10 @@ func TestXZBranchFilters(t *testing.T) {
 			t.Errorf("%s: %d of %d bytes, %v", real.name, len(got), len(real.code), err)
 		}
 	}
-	// The check types xz(1) writes besides the kernel's CRC32.
-	for _, check := range []string{"crc64", "sha256", "none"} {
-		cmd := exec.Command("xz", "--check="+check, "--x86", "--lzma2=preset=6", "-c")
+	// The check types xz(1) writes besides the kernel's CRC32; blocks (with their sizes
+	// in the block headers) as a threaded xz writes them.
+	for _, check := range []string{"crc64", "sha256", "none", "crc32 -T2 --block-size=30000"} {
+		cmd := exec.Command("xz", append(strings.Fields("--check="+check), "--x86", "--lzma2=preset=6", "-c")...)
 		cmd.Stdin = bytes.NewReader(x86[:100000])
 		xzData, err := cmd.Output()
 		if err != nil {
