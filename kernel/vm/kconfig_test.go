@@ -26,6 +26,8 @@ func debianProfiles(t *testing.T) []debianProfile {
 	t.Helper()
 	home, _ := os.UserHomeDir()
 	files, _ := filepath.Glob(filepath.Join(home, ".cache/trampjit/kernels/*/kernel.json"))
+	more, _ := filepath.Glob(filepath.Join(home, ".cache/trampjit/kernels/debian/*/kernel.json"))
+	files = append(files, more...)
 	var out []debianProfile
 	for _, f := range files {
 		b, err := os.ReadFile(f)

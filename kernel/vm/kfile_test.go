@@ -21,13 +21,17 @@ import (
 // file names), the format what file(1) says where it is installed.
 func TestOpenDebianKernels(t *testing.T) {
 	home, _ := os.UserHomeDir()
+	// The profiles' kernels, and those fetched by name (kernels/debian/<package>_<version>).
 	files, _ := filepath.Glob(filepath.Join(home, ".cache/trampjit/kernels/*/vmlinuz-*"))
+	more, _ := filepath.Glob(filepath.Join(home, ".cache/trampjit/kernels/debian/*/vmlinuz-*"))
+	files = append(files, more...)
 	if len(files) == 0 {
 		t.Skip("no cached Debian kernels (~/.cache/trampjit/kernels)")
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(filepath.Dir(f)), func(t *testing.T) {
 			var want struct{ Release, Arch, Config string }
+			t.Logf("%s", f)
 			b, err := os.ReadFile(filepath.Join(filepath.Dir(f), "kernel.json"))
 			if err != nil {
 				t.Skip(err)

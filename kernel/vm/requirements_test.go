@@ -89,11 +89,11 @@ func TestDebianConfigsCapture(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			corpus := readCorpus(t, name)
-			ms := CheckConfig(c, p.Arch, casesOf(corpus))
-			if f := Fatal(ms); len(f) > 0 {
+			if f := Fatal(CheckConfig(c, p.Arch, nil)); len(f) > 0 {
 				t.Fatalf("fatal misses in a kernel that is captured: %+v", f)
 			}
+			corpus := readCorpus(t, name) // a kernel fetched by name has none in testdata
+			ms := CheckConfig(c, p.Arch, casesOf(corpus))
 			if err := RefuseConfig(c, ms); err != nil {
 				t.Fatal(err)
 			}
