@@ -166,3 +166,9 @@ RWOUT ?= /tmp/realworld/{profile}.json
 verifier-realworld: deps
 	$(GO) test ./verifier -run '^TestRealWorld$$' -count=1 -timeout 180m -v -realworld \
 		-realworld.profiles '$(RWPROFILES)' -realworld.out '$(RWOUT)'
+
+# Every kernel TestAnyKernel knows, including the ones that fail on their own now and then
+# under TCG (Debian 12's 6.12.95); make test boots only the reliable ones.
+.PHONY: anykernel
+anykernel: deps
+	@$(UCENV) $(GO) test ./cmd/trampjit -run '^TestAnyKernel$$' -count=1 -v -timeout $(TESTTIMEOUT) -anykernel all

@@ -25,11 +25,13 @@ const (
 	RefusedByB         CaseVerdict = "refused-by-b"
 	OnlyInA            CaseVerdict = "only-in-a" // B's catalogue has no such case
 	OnlyInB            CaseVerdict = "only-in-b"
+	// NotCapturedBy: the guest of one side (or both) died on the case; nothing to compare.
+	NotCapturedBy CaseVerdict = "not-captured"
 )
 
 // CaseVerdicts lists the verdicts in the order a summary counts them.
 var CaseVerdicts = []CaseVerdict{Identical, RefusedByBoth, SameShape, Differs, RefusedDifferently,
-	RefusedByA, RefusedByB, OnlyInA, OnlyInB}
+	RefusedByA, RefusedByB, OnlyInA, OnlyInB, NotCapturedBy}
 
 // Agrees reports whether v means the two kernels do the same: identical bytes or refusal,
 // or the same instructions at other addresses.
@@ -280,6 +282,20 @@ func compareCase(a, b *CorpusCase, profile btfmodel.Kernel) CaseDiff {
 		return CaseDiff{ID: b.ID, Verdict: OnlyInB, B: side(b)}
 	}
 	d := CaseDiff{ID: a.ID, A: side(a), B: side(b)}
+	if !a.Captured() || !b.Captured() {
+		who := "A's"
+		switch {
+		case !a.Captured() && !b.Captured():
+			who = "both guests"
+		case !b.Captured():
+			who = "B's"
+		}
+		if who != "both guests" {
+			who += " guest"
+		}
+		d.Verdict, d.Note = NotCapturedBy, who+" failed on this case (stage guest): recapture it"
+		return d
+	}
 	ra, rb := d.A.Refusal != "", d.B.Refusal != ""
 	switch {
 	case ra && rb && sameRefusal(a, b):

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	_ "github.com/trampjit/trampjit/amd64" // registers the x86_64 backend
@@ -103,6 +104,7 @@ const (
 	ModelRefuse = "model-refused"
 	ModelAccept = "model-accepted" // the kernel refused, the model did not
 	Unmodelled  = "unmodelled"     // a refusal the model cannot predict from BTF (see Note)
+	NotCaptured = "not-captured"   // the guest died before the case was done: no result to compare
 )
 
 // DiffResult compares one corpus case with what trampjit generates for its request.
@@ -134,6 +136,10 @@ func (c *CorpusCase) KernelMessage() string {
 func Diff(c *CorpusCase) DiffResult {
 	r := DiffResult{ID: c.ID}
 	req := c.Request
+	if !c.Captured() {
+		r.Verdict, r.Note = NotCaptured, "the guest failed on this case: "+firstLine(c.Error)
+		return r
+	}
 	img, tr, err := generate(req)
 	if c.Error != "" {
 		return diffRefusal(c, r, err)
@@ -208,6 +214,12 @@ func diffRefusal(c *CorpusCase, r DiffResult, err error) DiffResult {
 		r.Verdict, r.Note = ModelAccept, "kernel: "+firstOf(c.KernelMessage(), c.Errno, c.Error)
 		return r
 	}
+	if c.NoBTFTarget() && strings.Contains(err.Error(), "not found in BTF") {
+		// The loader looked the target up in the kernel's BTF and found no FUNC (an inlined
+		// or renamed function): the same reason as the model's, in the loader's words.
+		r.Verdict, r.Note = Match, "no BTF FUNC for the target: "+err.Error()
+		return r
+	}
 	msg := c.KernelMessage()
 	var ae *jit.AttachError
 	var errno jit.Errno
@@ -223,6 +235,25 @@ func diffRefusal(c *CorpusCase, r DiffResult, err error) DiffResult {
 		r.Note = fmt.Sprintf("kernel: %s %s; model: %v", c.Errno, firstOf(msg, c.Error), err)
 	}
 	return r
+}
+
+// Captured reports whether the case has a result: an image or the kernel's refusal. A case
+// the guest died on (stage "guest": a panic, a hang) has neither.
+func (c *CorpusCase) Captured() bool { return c.Stage != "guest" }
+
+// noTarget matches the loader's refusal of a target its kernel's BTF has no FUNC for:
+// cilium/ebpf turns the failed lookup into "<attach kind> <func> not supported", the agent's
+// fsession loader says "fsession target <func>: not found".
+var noTarget = regexp.MustCompile(`(?:^|: )(?:fentry|fexit|fmod_ret|lsm|fsession|tp_btf) (\S+) not supported$|fsession target (\S+): not found$`)
+
+// NoBTFTarget reports whether the case was refused at load because the kernel's BTF has no
+// function of its target's name.
+func (c *CorpusCase) NoBTFTarget() bool {
+	if c.Stage != "load" {
+		return false
+	}
+	m := noTarget.FindStringSubmatch(strings.TrimSpace(c.Error))
+	return m != nil && (m[1] == c.Request.Func || m[2] == c.Request.Func)
 }
 
 func firstOf(s ...string) string {

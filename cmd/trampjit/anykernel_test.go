@@ -34,6 +34,9 @@ type anyCase struct {
 	// changed are the sections that differ (kernel.Differs), why the reason.
 	changed []string
 	why     string
+	// build: the verdict belongs to the build the expectations were captured from
+	// (anyKernel.release), not to the series: a later build may inline other functions.
+	build bool
 }
 
 // anyKernel is one Debian kernel of a suite's backports.
@@ -41,7 +44,12 @@ type anyKernel struct {
 	name, suite, pkg string
 	profile          string // the nearest lower profile, the model it is compared with
 	corpus           string // that profile's corpus
-	cases            []anyCase
+	// release is the build the expectations come from; the suite keeps only its newest
+	// build, so a later one is tested on the cases that do not depend on the build.
+	release string
+	// flaky says why the kernel runs only with -anykernel all (make anykernel).
+	flaky string
+	cases []anyCase
 }
 
 // The kinds the catalogue covers, a case each: fentry+fexit, fmod_ret, LSM (int and void),
@@ -49,7 +57,11 @@ type anyKernel struct {
 // program as the target, the link limit, and refusals at load and attach.
 var anyKernels = []anyKernel{
 	{name: "6.12-bookworm-backports", suite: "bookworm-backports", pkg: "linux-image-6.12.*-cloud-amd64",
-		profile: "6.12", corpus: "../../testdata/kernel/6.12-amd64",
+		profile: "6.12", corpus: "../../testdata/kernel/6.12-amd64", release: "6.12.95+deb12-cloud-amd64",
+		// Debian 12's gcc-12 build panics on its own under qemu 7.2's TCG in about 4 boots of
+		// 10, outside any BPF code (saved EFLAGS are garbage, as if the emulated flags were);
+		// trixie's 6.12.117 never does.
+		flaky: "panics on its own under qemu 7.2's TCG in about 4 boots of 10",
 		cases: []anyCase{
 			{id: "bpf_fentry_test1-fentry-fexit", model: kernel.Match, kernel: kernel.SameShape},
 			{id: "bpf_modify_return_test-fentry-fmod_ret-fexit", model: kernel.Match, kernel: kernel.SameShape},
@@ -70,12 +82,12 @@ var anyKernels = []anyKernel{
 			// BTF has no FUNC for it at all (net/core/rtnetlink.c, static; Debian 12's gcc 12
 			// build, where pahole leaves out a function whose compiled signature is not its
 			// declared one), so the loader finds no target. The model, given 6.12.95's BTF,
-			// refuses it as not in BTF; diff counts the two wordings as a difference.
-			{id: "rtnl_fill_ifinfo-fexit", model: kernel.Differ, modelNote: "model: function rtnl_fill_ifinfo not found in BTF",
+			// refuses it as not in BTF: the same reason.
+			{id: "rtnl_fill_ifinfo-fexit", model: kernel.Match, modelNote: "no BTF FUNC for the target", build: true,
 				kernel: kernel.RefusedDifferently, why: "rtnl_fill_ifinfo has no BTF FUNC in 6.12.95, 14 arguments in 6.12.117"},
 		}},
 	{name: "7.3-trixie-backports", suite: "trixie-backports", pkg: "linux-image-7.3.*-cloud-amd64",
-		profile: "7.2", corpus: "../../testdata/kernel/7.2-amd64",
+		profile: "7.2", corpus: "../../testdata/kernel/7.2-amd64", release: "7.3.4+deb13-cloud-amd64",
 		cases: []anyCase{
 			{id: "bpf_fentry_test1-fentry-fexit", model: kernel.Match, kernel: kernel.SameShape},
 			{id: "bpf_modify_return_test-fentry-fmod_ret-fexit", model: kernel.Match, kernel: kernel.SameShape},
@@ -96,9 +108,8 @@ var anyKernels = []anyKernel{
 			// this build, while its sibling __bpf_skc_lookup keeps a BTF FUNC. With no BTF id
 			// there is nothing to attach to: the agent's loader finds no target ("fentry
 			// __bpf_sk_lookup not supported") where 7.2.13 built a 325-byte trampoline. The
-			// model, given 7.3's BTF, refuses it too ("not found in BTF"); diff counts the two
-			// wordings as a difference.
-			{id: "__bpf_sk_lookup-fentry-fexit-func-ip", model: kernel.Differ, modelNote: "model: function __bpf_sk_lookup not found in BTF",
+			// model, given 7.3's BTF, refuses it for the same reason ("not found in BTF").
+			{id: "__bpf_sk_lookup-fentry-fexit-func-ip", model: kernel.Match, modelNote: "no BTF FUNC for the target", build: true,
 				kernel: kernel.RefusedByA, why: "__bpf_sk_lookup has no BTF FUNC in 7.3.4 (inlined)"},
 		}},
 }
@@ -122,9 +133,16 @@ func TestAnyKernel(t *testing.T) {
 		t.Skip("qemu-system-x86_64 is not installed")
 	}
 	for _, k := range anyKernels {
-		t.Run(k.name, func(t *testing.T) { testAnyKernel(t, k) })
+		t.Run(k.name, func(t *testing.T) {
+			if k.flaky != "" && *anyKernelSet != "all" {
+				t.Skipf("runs with -anykernel all (make anykernel): %s", k.flaky)
+			}
+			testAnyKernel(t, k)
+		})
 	}
 }
+
+var anyKernelSet = flag.String("anykernel", "", `"all": TestAnyKernel also boots the kernels that fail on their own now and then`)
 
 func testAnyKernel(t *testing.T, k anyKernel) {
 	t0 := time.Now()
@@ -213,6 +231,10 @@ func testAnyKernel(t *testing.T, k anyKernel) {
 
 	counts := map[string]int{}
 	for _, c := range k.cases {
+		if c.build && img.Release != k.release {
+			t.Logf("%s: not checked: its verdict is %s's, this is %s", c.id, k.release, img.Release)
+			continue
+		}
 		m, ok := model[c.id]
 		switch {
 		case !ok:

@@ -24,6 +24,8 @@ type diffJSON struct {
 	Refused int                 `json:"refused"`   // cases the kernel refused
 	Agreed  int                 `json:"refused_same_reason"`
 	Unmod   int                 `json:"unmodelled"`
+	// Uncaptured cases have no result: the guest died on them (stage "guest").
+	Uncaptured int `json:"not_captured"`
 }
 
 const diffUsage = `usage: trampjit diff --corpus DIR [--profile P] [--only IDS] [--all] [--format text|json]
@@ -114,7 +116,9 @@ func diffModel(dir string, prof btfmodel.Kernel, sel *kernel.Only, all bool, out
 		}
 		d := kernel.DiffAs(c, prof)
 		res.Cases = append(res.Cases, d)
-		if c.Error == "" {
+		if d.Verdict == kernel.NotCaptured {
+			res.Uncaptured++
+		} else if c.Error == "" {
 			res.Images++
 			if d.Verdict == kernel.Match {
 				res.Same++
@@ -155,9 +159,16 @@ func diffModel(dir string, prof btfmodel.Kernel, sel *kernel.Only, all bool, out
 			fmt.Fprintf(stdout, " (and %d the model cannot predict: functions the kernel cannot patch)", res.Unmod)
 		}
 		fmt.Fprintln(stdout)
+		if res.Uncaptured > 0 {
+			fmt.Fprintf(stdout, "%d cases not captured (the guest failed on them): recapture them with --only\n", res.Uncaptured)
+		}
 	}
 	if res.Same != res.Images || res.Agreed != res.Refused-res.Unmod {
 		return &exitError{code: exitDisagree, err: errReported}
+	}
+	if res.Uncaptured > 0 {
+		// Nothing disagrees, but not everything was compared: not a pass.
+		return &exitError{code: exitFailed, err: errReported}
 	}
 	return nil
 }
