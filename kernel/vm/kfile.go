@@ -116,7 +116,7 @@ func (k *KernelFile) identify() error {
 	case bytes.HasPrefix(d, []byte{0x1f, 0x8b}):
 		return k.identifyImageGz()
 	case bytes.HasPrefix(d, []byte("\x7fELF")):
-		return errors.New("not a kernel image: an ELF vmlinux; qemu boots the compressed image: arch/x86/boot/bzImage or arch/arm64/boot/Image")
+		return errors.New("not a kernel image: an ELF file (if it is a vmlinux: qemu boots the boot image the build makes beside it, arch/x86/boot/bzImage or arch/arm64/boot/Image)")
 	}
 	return fmt.Errorf("not a kernel image: no x86 bzImage, arm64/riscv64 Image or EFI zboot header (first bytes: %s)", firstBytes(d))
 }

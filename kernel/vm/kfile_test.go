@@ -247,7 +247,7 @@ func TestOpenErrors(t *testing.T) {
 		{name: "empty", data: []byte{}, want: "not a kernel image: the file is empty"},
 		{name: "garbage", data: []byte("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09"), want: "not a kernel image: no x86 bzImage, arm64/riscv64 Image or EFI zboot header (first bytes: 00 01 02 03 04 05 06 07 ...)"},
 		{name: "short", data: []byte("MZ"), want: "not a kernel image: no x86 bzImage, arm64/riscv64 Image or EFI zboot header (first bytes: 4d 5a)"},
-		{name: "elf", data: elf, want: "not a kernel image: an ELF vmlinux; qemu boots the compressed image: arch/x86/boot/bzImage or arch/arm64/boot/Image"},
+		{name: "elf", data: elf, want: "not a kernel image: an ELF file (if it is a vmlinux: qemu boots the boot image the build makes beside it, arch/x86/boot/bzImage or arch/arm64/boot/Image)"},
 		{name: "directory", path: dir, want: "is a directory, not a kernel image"},
 		{name: "huge", path: sparse, want: fmt.Sprintf("%d bytes: larger than the 512 MiB a kernel image may be", maxKernelFile+1)},
 		{name: "truncated-bzImage", data: good[:len(good)-10], want: fmt.Sprintf("truncated bzImage: the payload ends at byte %d, the file has %d", len(good), len(good)-10)},
