@@ -13,6 +13,7 @@ type Arch int
 const (
 	X86_64 Arch = iota
 	ARM64
+	RISCV64
 )
 
 func (a Arch) String() string {
@@ -21,6 +22,8 @@ func (a Arch) String() string {
 		return "x86_64"
 	case ARM64:
 		return "arm64"
+	case RISCV64:
+		return "riscv64"
 	}
 	return fmt.Sprintf("Arch(%d)", int(a))
 }
@@ -37,6 +40,7 @@ const (
 	X86Haswell     = int(19) // UC_CPU_X86_HASWELL
 	ARM64CortexA72 = int(2)  // UC_CPU_ARM64_A72: arm64 default: ARMv8.0, no PAC/BTI
 	ARM64Max       = int(3)  // UC_CPU_ARM64_MAX: has PAC and BTI
+	RISCV64Any     = int(0)  // UC_CPU_RISCV64_ANY: riscv64 default: RV64GC, no Zbb
 )
 
 // Reason says why a run ended.
@@ -44,7 +48,7 @@ type Reason int
 
 // Run end reasons.
 const (
-	ReasonHalt     Reason = iota // hlt (x86) / wfi (arm64) outside any sentinel
+	ReasonHalt     Reason = iota // hlt (x86) / wfi (arm64, riscv64) outside any sentinel
 	ReasonSentinel               // a registered sentinel was reached
 	ReasonUntil                  // the until address of Start was reached
 	ReasonStopped                // Stop was called (from a hook)

@@ -1,6 +1,6 @@
 // Package unicorn is a small cgo binding to libunicorn 2.0 and 2.1 (Debian's
 // libunicorn-dev 2.0.1 in bookworm, 2.1.4 in sid, which `make deps` fetches),
-// covering what the trampoline harness needs on x86_64 and arm64: engines,
+// covering what the trampoline harness needs on x86_64, arm64 and riscv64: engines,
 // memory, registers, runs that end on a sentinel, hooks backed by Go
 // callbacks or by C, and CPU contexts. Version reports the library the
 // process runs on.

@@ -57,8 +57,12 @@ func tlbChoice() bool { return uint32(C.tj_version())>>16 >= 0x0201 }
 
 // Open creates an engine for arch in 64-bit little-endian mode with the
 // default CPU: qemu64 on x86_64, Cortex-A72 on arm64, where the BTI and PAC
-// hint instructions (bti, paciasp, autiasp) execute as NOPs. arm64 runs at
-// EL1, like the kernel. Open installs the always-on C hooks that record
+// hint instructions (bti, paciasp, autiasp) execute as NOPs, and "any" on
+// riscv64: RV64GC (compressed instructions decode), without Zbb (libunicorn
+// 2.1.4 is QEMU 5.0's riscv, which predates the bit-manipulation
+// extensions: sext.b, zext.h and rev8 raise an illegal-instruction
+// exception). arm64 runs at EL1, like the kernel; riscv64 in machine mode,
+// where wfi halts. Open installs the always-on C hooks that record
 // interrupts and invalid accesses.
 func Open(arch Arch) (*Engine, error) { return OpenModel(arch, ModelDefault) }
 
@@ -75,6 +79,8 @@ func OpenModel(arch Arch, model int) (*Engine, error) {
 		ucArch, mode, pc = C.UC_ARCH_X86, C.UC_MODE_64, RIP
 	case ARM64:
 		ucArch, mode, pc = C.UC_ARCH_ARM64, C.UC_MODE_ARM, PC
+	case RISCV64:
+		ucArch, mode, pc = C.UC_ARCH_RISCV, C.UC_MODE_RISCV64, RVPC
 	default:
 		return nil, &Error{Op: "open", Code: ErrArch, Msg: arch.String()}
 	}

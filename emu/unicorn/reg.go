@@ -72,8 +72,11 @@ func (e *Engine) PC() (uint64, error) { return e.Reg(e.pcReg) }
 
 // SP reads the stack pointer (rsp or sp).
 func (e *Engine) SP() (uint64, error) {
-	if e.arch == X86_64 {
+	switch e.arch {
+	case X86_64:
 		return e.Reg(RSP)
+	case RISCV64:
+		return e.Reg(RVSP)
 	}
 	return e.Reg(SP)
 }

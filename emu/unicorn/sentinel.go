@@ -7,10 +7,11 @@ type SentinelKind int
 
 // Sentinel kinds; see the package doc for what each costs.
 const (
-	// SentinelHalt is hlt (x86) or wfi (arm64): Unicorn leaves its CPU loop
+	// SentinelHalt is hlt (x86) or wfi (arm64, riscv64): Unicorn leaves its CPU loop
 	// by itself, no hook runs at all.
 	SentinelHalt SentinelKind = iota
-	// SentinelTrap is int3 (x86) or brk #0 (arm64), caught by the always-on
+	// SentinelTrap is int3 (x86) or brk #0 (arm64; none on riscv64, where
+	// libunicorn 2.1.4 ends the run on ebreak with UC_ERR_INSN_INVALID), caught by the always-on
 	// C interrupt hook, which calls uc_emu_stop.
 	SentinelTrap
 	// SentinelHook writes no instruction: a C code hook on the address stops
@@ -44,6 +45,8 @@ func SentinelBytes(a Arch, k SentinelKind) []byte {
 		return []byte{0x7f, 0x20, 0x03, 0xd5} // wfi
 	case a == ARM64 && k == SentinelTrap:
 		return []byte{0x00, 0x00, 0x20, 0xd4} // brk #0
+	case a == RISCV64 && k == SentinelHalt:
+		return []byte{0x73, 0x00, 0x50, 0x10} // wfi
 	}
 	return nil
 }
