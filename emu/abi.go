@@ -13,7 +13,19 @@ type slotLoc struct {
 // goes in registers only if all its slots fit in what is left of rdi..r9, else wholly on
 // the stack, and a later smaller argument may still take a register. AAPCS64 (x0..x7):
 // once an argument does not fit, it and every later one go on the stack (NGRN = 8).
+// riscv64 psABI (a0..a7): slot by slot, a 16-byte struct with one register left split
+// between a7 and the first stack slot.
 func placeSlots(a btfmodel.Arch, m *btfmodel.FuncModel) (locs []slotLoc, nstack int) {
+	if a == btfmodel.RISCV64 {
+		for k := 0; k < m.NrRegs(); k++ {
+			if k < 8 {
+				locs = append(locs, slotLoc{reg: k})
+			} else {
+				locs = append(locs, slotLoc{reg: -1, stack: k - 8})
+			}
+		}
+		return locs, max(m.NrRegs()-8, 0)
+	}
 	nregs := 6
 	if a == btfmodel.ARM64 {
 		nregs = 8

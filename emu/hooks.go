@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 
 	"github.com/trampjit/trampjit/btfmodel"
-	uc "github.com/trampjit/trampjit/emu/unicorn"
 	"github.com/trampjit/trampjit/jit"
 )
 
@@ -150,7 +149,7 @@ func (l *Loaded) bodyHook() {
 	sp := buf[nr]
 	if l.h.arch == btfmodel.AMD64 {
 		sp += 8 // past the return address
-	} else if v, err := l.h.e.Reg(uc.SP); err == nil {
+	} else if v, err := l.h.e.Reg(l.h.tg.spReg()); err == nil {
 		sp = v
 	}
 	for k, loc := range l.locs {

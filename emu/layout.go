@@ -257,7 +257,7 @@ func (h *Harness) layOut(l *Loaded, nc *nativeCfg) ([]piece, map[string]int, []u
 	req, m, addrs, o, code := l.req, l.m, l.addrs, &l.opts, l.code
 	site := &siteSpec{fn: uint64(addrs.Func), ip: uint64(addrs.IP), image: l.image, progTarget: req.Target == "bpf",
 		ibt: req.Features.IBT, slots: l.locs, retSize: m.RetSize, constRet: o.TargetRet, clobber: o.Clobber,
-		jmp: jmpEntry(req, l.exp.flags)}
+		jmp: jmpEntry(req, l.exp.flags), callOps: callOpsEntry(req)}
 	if site.ip == 0 {
 		site.ip = site.fn
 	}
@@ -295,6 +295,11 @@ func (h *Harness) layOut(l *Loaded, nc *nativeCfg) ([]piece, map[string]int, []u
 	}
 	pieces[1].code = scode
 	pieces = append(pieces, piece{name: "original's body", addr: site.ool, code: h.tg.outOfLine(site)})
+	if sp, ok := h.tg.(sitePrefixer); ok {
+		if at, data := sp.sitePrefix(site); len(data) > 0 {
+			pieces = append(pieces, piece{name: "ftrace_ops pointer", addr: at, code: data})
+		}
+	}
 	if pieces, err = addClusterCode(h.tg, pieces, o.Clobber, nc != nil); err != nil {
 		return nil, nil, nil, err
 	}

@@ -145,6 +145,23 @@ func jmpEntry(req *jit.Request, f jit.Flags) bool {
 		f&jit.FlagCallOrig != 0 && f&jit.FlagSkipFrame == 0
 }
 
+// capRISCVCallOps is riscv64's DYNAMIC_FTRACE_WITH_CALL_OPS (upstream c217157bcd1d,
+// "riscv: Implement HAVE_DYNAMIC_FTRACE_WITH_CALL_OPS"): a kernel function's patch site
+// calls ftrace_caller, which jumps to the trampoline through the ftrace_ops pointer stored
+// before the function. Until btfmodel's profiles state it, every riscv64 site calls the
+// trampoline directly, as 6.12's does; the trampoline sees the same registers either way.
+const capRISCVCallOps = btfmodel.Capability("riscv64-ftrace-call-ops")
+
+// callOpsEntry says whether the patch site reaches the trampoline through ftrace_caller
+// and the ops pointer (kernel functions only: a BPF program's site calls it directly).
+func callOpsEntry(req *jit.Request) bool {
+	if req.Arch != btfmodel.RISCV64 || req.Target == "bpf" {
+		return false
+	}
+	p := btfmodel.ProfileFor(req.Kernel)
+	return p != nil && p.Stated(capRISCVCallOps) && p.Has(capRISCVCallOps)
+}
+
 // helperNames is the enter/exit pair a program runs under (bpf_trampoline_enter): the
 // _recur variants for tracing programs, the plain ones for LSM, each with a sleepable
 // form. Upstream 6.1.0 had no _recur pair, but Debian's 6.1.176 calls it like 6.12 does
@@ -237,7 +254,7 @@ func expect(req *jit.Request, m *btfmodel.FuncModel, a *jit.Addrs, o *Options) (
 	if !callOrig {
 		origSees = o.Args
 	}
-	body := bodyHash(origSees, m.RetSize)
+	body := bodyHash(req.Arch, origSees, m.RetSize)
 	if o.TargetRet != nil {
 		body = *o.TargetRet
 	}
@@ -300,6 +317,11 @@ func expect(req *jit.Request, m *btfmodel.FuncModel, a *jit.Addrs, o *Options) (
 					retval = o.RetValues[j]
 				} else {
 					retval = 0
+				}
+				if req.Arch == btfmodel.RISCV64 {
+					// The trampoline keeps a0, which a riscv64 BPF program sets to
+					// sext32(R0) (its epilogue's addiw a0, a5, 0), and tests that.
+					retval = sext32(retval)
 				}
 			case l == jit.Fentry && flags&jit.FlagRetFentryRet != 0:
 				retval = 0 // what the fentry stub returns

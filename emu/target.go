@@ -73,6 +73,13 @@ type siteSpec struct {
 	retSize       int
 	constRet      *uint64 // body returns this instead of its hash
 	clobber       bool
+	callOps       bool // riscv64 CALL_OPS: the site calls ftrace_caller, which finds the image through the ops pointer before fn
+}
+
+// sitePrefixer is a target with data before the traced function (riscv64 CALL_OPS:
+// the ftrace_ops pointer); size 0 for none.
+type sitePrefixer interface {
+	sitePrefix(s *siteSpec) (addr uint64, data []byte)
 }
 
 func targetFor(a btfmodel.Arch) (target, error) {
@@ -81,6 +88,8 @@ func targetFor(a btfmodel.Arch) (target, error) {
 		return x86{}, nil
 	case btfmodel.ARM64:
 		return a64{}, nil
+	case btfmodel.RISCV64:
+		return rv64{}, nil
 	}
 	return nil, fmt.Errorf("emu: no target for arch %q", a)
 }
@@ -97,14 +106,20 @@ const bodySeed = 0x1f2e3d4c
 
 // bodyHash is the synthetic original's value: h = h*31 + w over the argument slots as
 // it sees them, truncated to the declared return width (zero-extended, as a 32-bit
-// write of eax/w0 does); a void function leaves the whole hash in rax/x0.
-func bodyHash(words []uint64, retSize int) uint64 {
+// write of eax/w0 does; riscv64 sign-extends a 4-byte value, as its psABI has every
+// 32-bit value in a register); a void function leaves the whole hash in rax/x0/a0.
+func bodyHash(a btfmodel.Arch, words []uint64, retSize int) uint64 {
 	h := uint64(bodySeed)
 	for _, w := range words {
 		h = h*31 + w
 	}
+	if a == btfmodel.RISCV64 && retSize == 4 {
+		return sext32(h)
+	}
 	return widen(h, retSize)
 }
+
+func sext32(v uint64) uint64 { return uint64(int64(int32(uint32(v)))) }
 
 func widen(v uint64, size int) uint64 {
 	switch size {
