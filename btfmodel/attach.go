@@ -94,6 +94,11 @@ func CheckAttach(name string, m *FuncModel, distillErr error, at AttachType, env
 		v.Msg = fmt.Sprintf("Linux %s has no BPF_TRACE_FSESSION (attach type 58, added in 7.0)", env.Kernel)
 		return v
 	}
+	if at == Fsession && !LimitsFor(env.Arch, env.Kernel).Fsession {
+		// bpf_check_attach_target, before the target is looked at.
+		v.Stage, v.Errno, v.Msg, v.KernelMsg = StageLoad, "EOPNOTSUPP", "JIT does not support fsession", true
+		return v
+	}
 	loadErr := func(msg string) Verdict {
 		v.Stage, v.Errno, v.Msg, v.KernelMsg = StageLoad, "EINVAL", msg, true
 		return v
@@ -185,7 +190,7 @@ func errorInjectable(name string, env AttachEnv) bool {
 
 // syscallPrefix is what has_arch_syscall_prefix compares: the prefix of the arch's syscall
 // wrappers, and so of any function starting with it.
-var syscallPrefix = map[Arch]string{AMD64: "__x64_", ARM64: "__arm64_"}
+var syscallPrefix = map[Arch]string{AMD64: "__x64_", ARM64: "__arm64_", RISCV64: "__riscv_"}
 
 // sleepableOK is the TRACING/LSM part of check_attach_sleepable (can_be_sleepable passed).
 func sleepableOK(name string, at AttachType, env AttachEnv) (bool, string) {
@@ -203,14 +208,16 @@ func sleepableOK(name string, at AttachType, env AttachEnv) (bool, string) {
 
 // archLimit is the arch JIT's refusal at link time (-ENOTSUPP, errno 524, no log).
 func archLimit(m *FuncModel, env AttachEnv) (errno, why string) {
-	if !LimitsFor(env.Arch, env.Kernel).KernelFuncTargets {
-		// arm64 before ftrace direct calls: register_fentry fails for kernel functions.
+	l := LimitsFor(env.Arch, env.Kernel)
+	if l.Trampolines && !l.KernelFuncTargets {
+		// register_fentry: the function is an ftrace site but there are no direct calls.
 		return "ENOTSUPP", fmt.Sprintf("%s %s cannot attach trampolines to kernel functions (no ftrace direct calls); only BPF-program targets", env.Arch, env.Kernel)
 	}
 	return progLimit(m, env)
 }
 
-// CheckBPFProgTarget is archLimit for a BPF-program target, which every profile can trace.
+// CheckBPFProgTarget is archLimit for a BPF-program target, which every profile whose arch has
+// trampolines can trace.
 func CheckBPFProgTarget(m *FuncModel, env AttachEnv) (errno, why string) {
 	return progLimit(m, env)
 }
@@ -220,6 +227,9 @@ func progLimit(m *FuncModel, env AttachEnv) (errno, why string) {
 	l := LimitsFor(env.Arch, env.Kernel)
 	nargs, nregs := m.NrArgs(), m.NrRegs()
 	switch {
+	case !l.Trampolines:
+		// The weak arch_prepare_bpf_trampoline (kernel/bpf/trampoline.c).
+		return "ENOTSUPP", fmt.Sprintf("Linux %s has no %s BPF trampoline (arch_prepare_bpf_trampoline is the weak default); nothing can attach", env.Kernel, env.Arch)
 	case env.Arch == AMD64 && !l.StackArgs:
 		// arch/x86/net/bpf_jit_comp.c arch_prepare_bpf_trampoline (6.1): argument registers only.
 		if nargs > l.MaxRegSlots || nregs > l.MaxRegSlots {
@@ -242,6 +252,18 @@ func progLimit(m *FuncModel, env AttachEnv) (errno, why string) {
 		// btf_func_model_nregs (6.12): registers x0-x7 only.
 		if nregs > l.MaxRegSlots {
 			return "ENOTSUPP", fmt.Sprintf("the %s arm64 trampoline takes at most %d argument registers; %s needs %d", env.Kernel, l.MaxRegSlots, m.Name, nregs)
+		}
+	case env.Arch == RISCV64 && !l.StackArgs:
+		// __arch_prepare_bpf_trampoline before 6.11: "8 arguments passed by registers",
+		// a struct argument counted by its slots.
+		if nregs > l.MaxRegSlots {
+			return "ENOTSUPP", fmt.Sprintf("the %s riscv64 trampoline takes at most %d argument registers (a0-a7); %s needs %d", env.Kernel, l.MaxRegSlots, m.Name, nregs)
+		}
+	case env.Arch == RISCV64:
+		// __arch_prepare_bpf_trampoline: m->nr_args > MAX_BPF_FUNC_ARGS, slots are not
+		// counted (btf_distill_func_proto refuses such a function first).
+		if nargs > l.MaxArgs {
+			return "ENOTSUPP", fmt.Sprintf("the riscv64 trampoline takes at most %d arguments; %s has %d", l.MaxArgs, m.Name, nargs)
 		}
 	}
 	return "", ""

@@ -42,6 +42,12 @@ const (
 	CapArm64StackArgs    Capability = "arm64-stack-args"
 	CapHelperCgrpStorage Capability = "helper-cgrp-storage"
 	CapFsession          Capability = "fsession"
+	// The riscv64 trampoline JIT (arch/riscv/net/bpf_jit_comp64.c) and the ftrace it attaches
+	// through (arch/riscv/kernel/ftrace.c).
+	CapRiscvTrampoline  Capability = "riscv64-trampoline"
+	CapRiscvDirectCalls Capability = "riscv64-ftrace-direct-calls"
+	CapRiscvStackArgs   Capability = "riscv64-stack-args"
+	CapRiscvFsession    Capability = "riscv64-fsession"
 )
 
 // The verifier's instruction walk (kernel/bpf/verifier.c).
@@ -199,6 +205,14 @@ var Capabilities = []CapInfo{
 	{Cap: CapArm64DirectCalls, Since: v(6, 4), Doc: "arm64 has ftrace direct calls: trampolines attach to kernel functions, not only to BPF programs"},
 	{Cap: CapArm64StructArgs, Since: v(6, 5), Doc: "the arm64 trampoline accepts struct-by-value arguments and counts register slots"},
 	{Cap: CapArm64StackArgs, After: v(6, 12), Since: v(7, 2), Doc: "the arm64 trampoline copies stack-passed arguments, up to MAX_BPF_FUNC_ARGS slots (6.12: eight registers; 7.2 attaches 9 to 12 and stack-passed structs)"},
+	{Cap: CapRiscvTrampoline, Since: v(6, 3),
+		Doc: "riscv64 has arch_prepare_bpf_trampoline ('riscv, bpf: Add bpf trampoline support for RV64', 49b5e77ae3e2); before, the weak default in kernel/bpf/trampoline.c fails every link, to a kernel function or a BPF program, with -ENOTSUPP"},
+	{Cap: CapRiscvDirectCalls, Since: v(6, 8),
+		Doc: "riscv64 has ftrace direct calls ('riscv: ftrace: Add DYNAMIC_FTRACE_WITH_DIRECT_CALLS support', 196c79f19a92): trampolines attach to kernel functions, not only to BPF programs (Debian builds 6.12 and 7.2 with CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS)"},
+	{Cap: CapRiscvStackArgs, Since: v(6, 11),
+		Doc: "the riscv64 trampoline copies stack-passed argument slots and refuses only nr_args > MAX_BPF_FUNC_ARGS ('riscv, bpf: Add 12-argument support for RV64 bpf trampoline', 6801b0aef79d); before, more than eight slots (a0-a7, a struct counted by its size) were -ENOTSUPP"},
+	{Cap: CapRiscvFsession, After: v(6, 12), Since: v(7, 2),
+		Doc: "the riscv64 JIT emits fsession programs: bpf_jit_supports_fsession is true ('bpf, riscv: add fsession support for trampolines', 2277c14bc90b, bpf-next February 2026); without it bpf_check_attach_target refuses an fsession load: 'JIT does not support fsession', EOPNOTSUPP"},
 	{Cap: CapFsession, Since: v(7, 0), Doc: "BPF_TRACE_FSESSION (attach type 58): one program as both fentry and fexit, with a session cookie"},
 	{Cap: CapHelperCgrpStorage, Since: v(6, 2), Doc: "bpf_cgrp_storage_get/delete exist: __BPF_FUNC_MAX_ID is 212, not 210"},
 

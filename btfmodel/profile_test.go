@@ -155,23 +155,25 @@ func TestKernelNames(t *testing.T) {
 
 // TestArchLimits states the limits from the kernel corpus's refusals (docs/kernel-facts.md):
 // 6.1 x86 six registers, 6.12 x86 twelve slots, arm64 eight registers, 6.1 arm64 BPF targets
-// only and no struct arguments.
+// only and no struct arguments; fsession images on both 7.2 corpora. riscv64's come from
+// arch/riscv/net/bpf_jit_comp64.c (riscv64_limits_test.go).
 func TestArchLimits(t *testing.T) {
 	want := map[Arch]map[Kernel]ArchLimits{
 		AMD64: {
-			Kernel61:  {ArgRegs: 6, MaxRegSlots: 6, StructArgs: true, KernelFuncTargets: true, MaxTrampLinks: 38},
-			Kernel612: {ArgRegs: 6, MaxRegSlots: 12, StackArgs: true, StructArgs: true, KernelFuncTargets: true, MaxTrampLinks: 38},
+			Kernel61:  {ArgRegs: 6, MaxRegSlots: 6, StructArgs: true, Trampolines: true, KernelFuncTargets: true, MaxTrampLinks: 38},
+			Kernel612: {ArgRegs: 6, MaxRegSlots: 12, StackArgs: true, StructArgs: true, Trampolines: true, KernelFuncTargets: true, MaxTrampLinks: 38},
 			// 7.2: links-36-fentry attaches, links-37-fentry is E2BIG at program 37.
-			Kernel72: {ArgRegs: 6, MaxRegSlots: 12, StackArgs: true, StructArgs: true, KernelFuncTargets: true, MaxTrampLinks: 36},
+			Kernel72: {ArgRegs: 6, MaxRegSlots: 12, StackArgs: true, StructArgs: true, Trampolines: true, KernelFuncTargets: true, Fsession: true, MaxTrampLinks: 36},
 		},
 		ARM64: {
-			Kernel61:  {ArgRegs: 8, MaxRegSlots: 8, MaxTrampLinks: 38},
-			Kernel612: {ArgRegs: 8, MaxRegSlots: 8, StructArgs: true, KernelFuncTargets: true, MaxTrampLinks: 38},
+			Kernel61:  {ArgRegs: 8, MaxRegSlots: 8, Trampolines: true, MaxTrampLinks: 38},
+			Kernel612: {ArgRegs: 8, MaxRegSlots: 8, StructArgs: true, Trampolines: true, KernelFuncTargets: true, MaxTrampLinks: 38},
 			// 7.2: 9..12 arguments attach (__bpf_sk_lookup, tcp_v4_send_ack); links-37 attaches, 38 is E2BIG.
-			Kernel72: {ArgRegs: 8, MaxRegSlots: 12, StackArgs: true, StructArgs: true, KernelFuncTargets: true, MaxTrampLinks: 37},
+			Kernel72: {ArgRegs: 8, MaxRegSlots: 12, StackArgs: true, StructArgs: true, Trampolines: true, KernelFuncTargets: true, Fsession: true, MaxTrampLinks: 37},
 		},
+		RISCV64: riscv64Limits,
 	}
-	for _, a := range Arches {
+	for _, a := range AllArches {
 		for _, p := range Profiles {
 			w, ok := want[a][p.Kernel]
 			if !ok {

@@ -8,7 +8,7 @@ var Profiles = []Profile{
 	{
 		Kernel:     Kernel61,
 		Version:    Version{6, 1, 176},
-		TrampLinks: map[Arch]int{AMD64: 38, ARM64: 38},
+		TrampLinks: map[Arch]int{AMD64: 38, ARM64: 38, RISCV64: 38},
 		Debian:     DebianPackage{Suite: "bookworm", Package: `^linux-image-6\.1\.0-[0-9]+-cloud-(amd64|arm64)$`},
 		caps: map[Capability]bool{
 			CapSignedArgFlag:     false,
@@ -30,6 +30,10 @@ var Profiles = []Profile{
 			CapArm64StackArgs:    false,
 			CapHelperCgrpStorage: false,
 			CapFsession:          false,
+			CapRiscvTrampoline:   false,
+			CapRiscvDirectCalls:  false,
+			CapRiscvStackArgs:    false,
+			CapRiscvFsession:     false,
 
 			CapVerifierCPUv4:              false,
 			CapVerifierALURangeAnySrc:     false,
@@ -121,7 +125,7 @@ var Profiles = []Profile{
 	{
 		Kernel:     Kernel612,
 		Version:    Version{6, 12, 117},
-		TrampLinks: map[Arch]int{AMD64: 38, ARM64: 38},
+		TrampLinks: map[Arch]int{AMD64: 38, ARM64: 38, RISCV64: 38}, // riscv64: the enum in 6.12.117's BTF
 		Debian:     DebianPackage{Suite: "trixie", Package: `^linux-image-6\.12\.[0-9]+\+deb[0-9]+-cloud-(amd64|arm64)$`},
 		caps: map[Capability]bool{
 			CapSignedArgFlag:     true,
@@ -143,6 +147,10 @@ var Profiles = []Profile{
 			CapArm64StackArgs:    false,
 			CapHelperCgrpStorage: true,
 			CapFsession:          false,
+			CapRiscvTrampoline:   true,
+			CapRiscvDirectCalls:  true,
+			CapRiscvStackArgs:    true,
+			CapRiscvFsession:     false,
 
 			CapVerifierCPUv4:              true,
 			CapVerifierALURangeAnySrc:     true,
@@ -234,7 +242,7 @@ var Profiles = []Profile{
 	{
 		Kernel:     Kernel72,
 		Version:    Version{7, 2, 13},
-		TrampLinks: map[Arch]int{AMD64: 36, ARM64: 37},
+		TrampLinks: map[Arch]int{AMD64: 36, ARM64: 37, RISCV64: 38}, // riscv64: the enum in 7.2.13's BTF
 		// Debian 14 ships the kernel in linux-binary-<release> (linux-image-* is a metapackage).
 		Debian: DebianPackage{Suite: "sid", Package: `^linux-binary-7\.2\.[0-9]+\+deb[0-9]+-cloud-(amd64|arm64)$`, Modules: true},
 		caps: map[Capability]bool{
@@ -257,6 +265,10 @@ var Profiles = []Profile{
 			CapArm64StackArgs:    true,
 			CapHelperCgrpStorage: true,
 			CapFsession:          true,
+			CapRiscvTrampoline:   true,
+			CapRiscvDirectCalls:  true,
+			CapRiscvStackArgs:    true,
+			CapRiscvFsession:     true,
 
 			CapVerifierCPUv4:              true,
 			CapVerifierALURangeAnySrc:     true,
