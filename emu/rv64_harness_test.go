@@ -39,7 +39,11 @@ type rvTramp struct {
 	progs  []jit.Prog // fentry, fexit, fmod_ret; in attach order
 	ipArg  bool
 	breaks string // "clobber-s2", "ctx-slot", "skip-prog": the broken variants
+	target string // "bpf": a BPF program's entry, patched by bpf_arch_text_poke
 }
+
+// rvBPFTarget is a traced BPF program's bpf_func, in the BPF region next to the image.
+const rvBPFTarget = 0xffffffff7800d000
 
 func (p *rvTramp) asm(a *jit.Addrs) string {
 	var b strings.Builder
@@ -297,14 +301,23 @@ func TestRV64Harness(t *testing.T) {
 		{"struct-split", "u64 f(u64 a, u64 b, u64 c, u64 d, u64 e, u64 f, u64 g, struct { u64 x; u64 y; } s)",
 			rvTramp{slots: 9, progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}}, emu.Options{}, ""},
 		{"miss", "int f(int a, u64 b)", rvTramp{slots: 2, progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}}, emu.Options{Miss: []int{0}}, ""},
+		{"bpf-target", "int f(u64 a, u64 b)", rvTramp{slots: 2, progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}, target: "bpf"}, emu.Options{Clobber: true}, ""},
+		{"bpf-target-fentry", "int f(u64 a, u64 b)", rvTramp{slots: 2, progs: []jit.Prog{{Kind: jit.Fentry}}, target: "bpf"}, emu.Options{}, ""},
 		{"clobbered-s2", "int f(int a, u64 b)", rvTramp{slots: 2, breaks: "clobber-s2", progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}}, emu.Options{}, emu.CheckCalleeSaved},
 		{"wrong-ctx-slot", "int f(int a, u64 b, u64 c)", rvTramp{slots: 3, breaks: "ctx-slot", progs: []jit.Prog{{Kind: jit.Fentry}}}, emu.Options{}, emu.CheckCtx},
 		{"skipped-prog", "int f(int a, u64 b)", rvTramp{slots: 2, breaks: "skip-prog", progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}}, emu.Options{}, emu.CheckOrder},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code := c.tr.link(t, rvAddrs)
-			r := rvRequest(c.proto, rvAddrs, c.tr.progs...)
+			a := rvAddrs
+			if c.tr.target == "bpf" {
+				aa := *rvAddrs
+				aa.Func, aa.IP = rvBPFTarget, rvBPFTarget
+				a = &aa
+			}
+			code := c.tr.link(t, a)
+			r := rvRequest(c.proto, a, c.tr.progs...)
+			r.Target = c.tr.target
 			rep := rvRun(t, r, code, c.o)
 			fails := failed(rep)
 			if c.fail == "" {
