@@ -108,7 +108,7 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&t.funcName, "func", "", "function name in the BTF")
 	fs.StringVar(&t.proto, "proto", "", "C prototype instead of BTF, e.g. 'struct pair { u64 a; u32 b; }; int f(struct pair p, int x)'")
 	fs.StringVar(&kernel, "kernel", string(btfmodel.DefaultKernel), "kernel profile: "+btfmodel.KernelNames())
-	fs.StringVar(&arch, "arch", "amd64", "architecture: amd64 or arm64")
+	fs.StringVar(&arch, "arch", "amd64", "architecture: amd64, arm64 or riscv64")
 	fs.StringVar(&eiPath, "error-injection", "", "the error-injection list (/sys/kernel/debug/error_injection/list) of a kernel built with CONFIG_FUNCTION_ERROR_INJECTION; without it the list is empty, as on Debian's kernels: fmod_ret attaches only to security_* hooks and the kernel's fmod_ret id sets, sleepable only to those sets' sleepable members (6.1 and 6.12 have no syscall-wrapper fallback)")
 	fs.BoolVar(&sleepable, "sleepable", false, "judge sleepable programs (BPF_F_SLEEPABLE)")
 	out.register(fs, "text or json")
