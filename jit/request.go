@@ -31,6 +31,9 @@ type Features struct {
 	IBT       bool `json:"ibt,omitempty"`        // x86 ENDBR / arm64 BTI landing pads
 	Rethunk   bool `json:"rethunk,omitempty"`    // x86 return thunk instead of ret
 	CallDepth bool `json:"call_depth,omitempty"` // x86 call-depth accounting
+	// Zbb: riscv64 built with CONFIG_RISCV_ISA_ZBB on a CPU with Zbb (rvzbb_enabled, decided
+	// at boot): the JIT's sign and zero extensions are single Zbb instructions.
+	Zbb bool `json:"zbb,omitempty"`
 }
 
 // ProgAddrs are one program's addresses: its struct bpf_prog and its JITed entry.
