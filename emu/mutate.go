@@ -21,10 +21,15 @@ type Mutant struct {
 // target (NOPs excepted) gets its last byte changed by 8 and, when it has four or more
 // operand bytes, its fourth-last byte by 0x10. arm64: the immediate field of loads and
 // stores (±8 bytes), add/sub (±8), move-wide (±8), branches and cbz/cbnz (±1
-// instruction), stp/ldp (±8) and adr (±4).
+// instruction), stp/ldp (±8) and adr (±4). riscv64 (mutate_rv64.go): the immediates of
+// loads, stores, addi/addiw, jalr (±8), lui/auipc (±4 KiB), branches and jal (±4 bytes),
+// shifts (±1), and of their compressed forms.
 func Mutants(arch btfmodel.Arch, code []byte) []Mutant {
-	if arch == btfmodel.ARM64 {
+	switch arch {
+	case btfmodel.ARM64:
 		return a64Mutants(code)
+	case btfmodel.RISCV64:
+		return rv64Mutants(code)
 	}
 	return x86Mutants(code)
 }

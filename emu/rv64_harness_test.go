@@ -336,3 +336,35 @@ func TestRV64Harness(t *testing.T) {
 		})
 	}
 }
+
+// TestRV64Mutants measures what the oracle catches on riscv64: the immediates and
+// offsets of GNU-assembled kernel-shaped trampolines, flipped one at a time (92% when
+// written). The survivors seen are equivalent for these requests: the first frame's s0
+// (a frame-record pointer only an unwinder reads), the t0 and s0 saves the epilogue
+// reloads and then overwrites or never uses (SKIP_FRAME returns through ra), the a5
+// reload before `jr ra` (a5 matters only to struct_ops), a branch landing on the nops or
+// the a5 store just before its target, and a5 stored over the a0 slot, which only a
+// program returning a0 != a5 (a value wider than 32 bits) shows.
+func TestRV64Mutants(t *testing.T) {
+	proto := "long f(int a, u64 b, u64 c)"
+	trs := []rvTramp{
+		{slots: 3, ipArg: true, progs: []jit.Prog{{Kind: jit.Fentry, Cookie: 0x1234567, FuncIP: true}, {Kind: jit.ModRet}, {Kind: jit.Fexit, Cookie: 3}}},
+		{slots: 3, progs: []jit.Prog{{Kind: jit.Fentry, Cookie: 5}}},
+		{slots: 10, progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit, Cookie: 9}}},
+	}
+	protos := []string{proto, proto, "u64 f(u64 a, u64 b, u64 c, u64 d, u64 e, u64 f, u64 g, u64 h, u64 i, u64 j)"}
+	for _, trace := range []bool{false, true} {
+		var killed, total int
+		for i, tr := range trs {
+			code := tr.link(t, rvAddrs)
+			r := rvRequest(protos[i], rvAddrs, tr.progs...)
+			k, n := killRate(t, fmt.Sprintf("riscv64 %d", i), r, code, trace)
+			killed, total = killed+k, total+n
+		}
+		rate := float64(killed) / float64(total)
+		t.Logf("trace=%v: kill rate %d/%d = %.1f%%", trace, killed, total, 100*rate)
+		if total < 150 || rate < 0.9 {
+			t.Errorf("kill rate %d/%d too low", killed, total)
+		}
+	}
+}
