@@ -45,6 +45,10 @@ type ArchLimits struct {
 	MaxTrampLinks int
 }
 
+// MaxArgSlots is the most argument slots any modelled trampoline stores in its ctx: riscv64
+// takes MAX_BPF_FUNC_ARGS arguments of up to 16 bytes each (x86_64 and arm64: MaxFuncArgs).
+const MaxArgSlots = 2 * MaxFuncArgs
+
 // riscv64ArgRegs is RV_MAX_REG_ARGS (arch/riscv/net/bpf_jit_comp64.c): a0-a7.
 const riscv64ArgRegs = 8
 
@@ -76,9 +80,9 @@ func LimitsFor(a Arch, k Kernel) ArchLimits {
 			RefusedFlags:      TrampFlagOrigStack | TrampFlagShareIPModify,
 			MaxTrampLinks:     trampLinks(a, k)}
 		if k.Has(CapRiscvStackArgs) {
-			// Only nr_args > MAX_BPF_FUNC_ARGS is refused: twelve arguments of up to 16
-			// bytes are at most twice as many slots, the ninth on copied from the stack.
-			l.StackArgs, l.MaxArgs, l.MaxRegSlots = true, MaxFuncArgs, 2*MaxFuncArgs
+			// Only nr_args > MAX_BPF_FUNC_ARGS is refused; slots past a7 are copied from
+			// the caller's stack.
+			l.StackArgs, l.MaxArgs, l.MaxRegSlots = true, MaxFuncArgs, MaxArgSlots
 		}
 		return l
 	}

@@ -6,8 +6,9 @@
 // The kernel profiles are data (profiles.go): each Profile names the Debian build it models
 // (Version, Debian), and states every Capability (capability.go: when each behaviour arrived,
 // the CONFIG_ option where the build decides, backports). Rules everywhere ask
-// Kernel.Has(capability), never compare versions; LimitsFor states the arch JITs' argument
-// and target limits once, for the attach rules here and the backends in amd64/ and arm64/.
+// Kernel.Has(capability), never compare versions; LimitsFor states the arch JITs' argument,
+// target, flag and fsession limits once, for the attach rules here and the backends in amd64/,
+// arm64/ and riscv64/.
 //
 // It is the bottom of trampjit's dependency graph and imports no other trampjit package.
 package btfmodel
