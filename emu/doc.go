@@ -1,8 +1,8 @@
-// Package emu runs trampoline images under the Unicorn CPU emulator, x86-64 and arm64,
-// against a synthetic traced function and stub programs and helpers, and checks what
-// they do against an oracle derived from the request alone.
+// Package emu runs trampoline images under the Unicorn CPU emulator, x86-64, arm64 and
+// riscv64, against a synthetic traced function and stub programs and helpers, and checks
+// what they do against an oracle derived from the request alone.
 //
-// It may import amd64, arm64, jit and btfmodel.
+// It may import amd64, arm64, riscv64, jit and btfmodel.
 //
 // # API
 //
@@ -35,13 +35,24 @@
 //     trampoline with CALL_ORIG and without SKIP_FRAME: it returns straight to the
 //     caller, so the stack it sees has no return address of the patch site), arm64 `mov x9, x30` (a BPF program's
 //     `add x9, x30, #0`) then `bl image`, or `bl` to a veneer doing `br x17` when the
-//     image is out of range, as ftrace_caller does; then the original's body, which
+//     image is out of range, as ftrace_caller does; riscv64 `auipc t0; jalr t0` at func
+//     (ftrace_make_call; a BPF program's `auipc t1; jalr t0`, bpf_arch_text_poke), so the
+//     image is entered with t0 = func+8, where the original resumes, and ra = the caller's
+//     return; with CALL_OPS (once a profile states riscv64-ftrace-call-ops) the site calls
+//     a stand-in for ftrace_caller that loads the image through the ftrace_ops pointer
+//     stored before func (ld t1, -16(t0); ld t1, direct_call(t1); jr t1), and an image
+//     beyond auipc's ±2 GiB is reached the same way; then the original's body, which
 //     computes h = h*31 + w over every argument slot as it receives them (registers,
 //     stack slots, both halves of 16-byte structs) from 0x1f2e3d4c and returns it at the
-//     declared width (zero-extended; void leaves all 64 bits);
+//     declared width (zero-extended; riscv64 sign-extends a 4-byte value, as its psABI
+//     keeps 32-bit values in registers; void leaves all 64 bits). The riscv64 caller
+//     passes slot k in a<k> for k < 8 and at sp+8(k-8) above, so a 16-byte struct with
+//     only a7 left is split between a7 and the stack, as the psABI does;
 //   - a stub at every helper address, every program's bpf_func, and the return thunk;
 //     enter helpers return a non-zero start (0 on a recursion miss); void helpers leave
-//     garbage in the return register; programs return 0 (fmod_ret: RetValues).
+//     garbage in the return register; programs return 0 (fmod_ret: RetValues); a riscv64
+//     program stub returns like a JITed program, a5 = R0 and a0 = sext32(R0), and the
+//     oracle expects the trampoline to keep and test a0 (fmod_ret's short-circuit).
 //
 // # The oracle
 //
@@ -78,11 +89,18 @@
 // checks its call with loads and compares (native.go), or-ing the differences together
 // and branching once: Go hooks cost ~0.2 µs each and a 2-program call meets ten of them. A failing run is replayed with Options.Trace, where
 // Go hooks record every call and the Go oracle explains the failure. (The emulated checks
-// compare the caller's frame once, after the run, and use r12/r13 (x21/x22) as the
+// compare the caller's frame once, after the run, and use r12/r13 (x21/x22, s9/s10) as the
 // script cursor and run_ctx, which a trampoline that touched them fails anyway.) The
 // tests run both
 // modes on every case and require the same report; a replay that passes where the
 // emulated checks failed is reported as a failure, never a pass.
+//
+// # riscv64
+//
+// riscv64 runs on libunicorn's RV64GC: compressed instructions decode, the bit-manipulation
+// extensions do not (QEMU 5.0's riscv), so an image with Zbb instructions (sext.b/sext.h in
+// a struct_ops return on a Zbb CPU) stops with an invalid instruction. The checks in
+// emulated code use t4-t6 as scratch and s11 as the caller's loop counter.
 //
 // # The native engine
 //
