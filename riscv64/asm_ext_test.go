@@ -3,6 +3,7 @@ package riscv64
 import (
 	"bytes"
 	"debug/elf"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,6 +25,15 @@ const (
 	// still addresses.
 	textBase = 0x100000000
 )
+
+func haveBinutils() bool {
+	for _, n := range []string{gasName, ldName, objdumpName} {
+		if _, err := exec.LookPath(n); err != nil {
+			return false
+		}
+	}
+	return true
+}
 
 func binutils(t testing.TB) (as, ld, objdump string) {
 	t.Helper()
@@ -271,4 +281,137 @@ func TestFormsVsGNUAs(t *testing.T) {
 		}
 	}
 	t.Logf("%d forms, each equal to GNU as with RVC and without; as's own choice agrees on %d, differs on %d", len(cases), agree, differ)
+}
+
+// updateForms rewrites testdata/asm/forms.txt from GNU binutils' output (after the
+// encoder agrees with it). A package-wide -update, if some test defines one, does too.
+var updateForms = flag.Bool("update-forms", false, "rewrite testdata/asm/forms.txt from GNU as and objdump")
+
+const formsGolden = "testdata/asm/forms.txt"
+
+const formsHeader = `# The instruction forms of the kernel's riscv BPF JIT helpers (arch/riscv/net/bpf_jit.h,
+# bpf_jit_comp64.c) as the trampoline emitter uses them: each helper call, with CONFIG_RISCV_ISA_C
+# (rvc) and without (norvc), the bytes GNU as gives for the kernel's choice (one hex number per
+# instruction, as objdump prints them) and objdump -M no-aliases' text for them; branch targets
+# are relative (.+N). "as:" is what GNU as chooses itself for the plain instruction, where that
+# differs from the kernel. Written by go test -run TestFormsGolden -update-forms from
+# riscv64-linux-gnu-as/objdump, only when the encoder agrees with them; without binutils the
+# test checks the encoder and the listing against this file.
+#
+# form | config | bytes | instructions [| as: ...]
+`
+
+func updating() bool {
+	if *updateForms {
+		return true
+	}
+	if f := flag.Lookup("update"); f != nil {
+		return f.Value.String() == "true"
+	}
+	return false
+}
+
+// formsRows renders the table from our encoder and listing.
+func formsRows(t testing.TB, cases []formCase) []string {
+	var rows []string
+	for _, rvc := range []bool{true, false} {
+		got := kernelForms(t, cases, rvc)
+		for i, c := range cases {
+			var text []string
+			pc := uint64(caseBase)
+			for off := 0; off < len(got[i]); {
+				inst, _ := Disassembler{}.Decode(got[i][off:], pc+uint64(off))
+				text = append(text, relativeText(inst.Text, pc+uint64(off)))
+				off += inst.Len
+			}
+			rows = append(rows, fmt.Sprintf("%s | %s | %s | %s", c.form, cfgName(rvc), objdumpHex(got[i]), strings.Join(text, "; ")))
+		}
+	}
+	return rows
+}
+
+func cfgName(rvc bool) string {
+	if rvc {
+		return "rvc"
+	}
+	return "norvc"
+}
+
+// TestFormsGolden: testdata/asm/forms.txt is GNU binutils' encoding and decoding of
+// every form; the encoder and the listing reproduce it.
+func TestFormsGolden(t *testing.T) {
+	cases := formCases()
+	ours := formsRows(t, cases)
+	if haveBinutils() {
+		// The oracle's table: bytes from as for the kernel's choice, text from objdump.
+		var rows []string
+		for _, rvc := range []bool{true, false} {
+			src := make([][]string, len(cases))
+			nat := make([][]string, len(cases))
+			for i, c := range cases {
+				if rvc {
+					src[i] = c.kernLines()
+				} else {
+					src[i] = c.baseLines()
+				}
+				nat[i] = c.naturalLines()
+			}
+			want := assemble(t, src, rvc)
+			choice := assemble(t, nat, true)
+			for i, c := range cases {
+				row := fmt.Sprintf("%s | %s | %s | %s", c.form, cfgName(rvc), objdumpHex(want[i].code), strings.Join(want[i].noAlias, "; "))
+				if rvc && !bytes.Equal(want[i].code, choice[i].code) {
+					row += " | as: " + strings.Join(choice[i].noAlias, "; ")
+				}
+				rows = append(rows, row)
+			}
+		}
+		agree := true
+		for i := range rows {
+			if r, _, _ := strings.Cut(rows[i], " | as: "); r != ours[i] {
+				agree = false
+				t.Errorf("encoder and listing: %s\nbinutils:            %s", ours[i], r)
+			}
+		}
+		text := formsHeader + strings.Join(rows, "\n") + "\n"
+		if updating() {
+			if !agree {
+				t.Fatalf("not writing %s: the encoder disagrees with GNU binutils", formsGolden)
+			}
+			if err := os.WriteFile(formsGolden, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("wrote %s: %d rows", formsGolden, len(rows))
+			return
+		}
+		old, err := os.ReadFile(formsGolden)
+		if err != nil {
+			t.Fatalf("%v (go test -run TestFormsGolden -update-forms writes it)", err)
+		}
+		if string(old) != text {
+			t.Errorf("%s differs from what GNU binutils gives now; rerun with -update-forms", formsGolden)
+		}
+		return
+	}
+	// Without binutils: the recorded oracle output against the encoder and the listing.
+	old, err := os.ReadFile(formsGolden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, l := range strings.Split(strings.TrimSpace(string(old)), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		r, _, _ := strings.Cut(l, " | as: ")
+		rows = append(rows, r)
+	}
+	if len(rows) != len(ours) {
+		t.Fatalf("%s has %d rows, the cases give %d", formsGolden, len(rows), len(ours))
+	}
+	for i := range rows {
+		if rows[i] != ours[i] {
+			t.Errorf("encoder and listing: %s\n%s: %s", ours[i], formsGolden, rows[i])
+		}
+	}
 }
