@@ -2,9 +2,15 @@ package riscv64
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"golang.org/x/arch/riscv64/riscv64asm"
+
+	"github.com/trampjit/trampjit/jit"
 )
 
 // caseBase is the address the form cases are emitted at (a BPF-region address).
@@ -532,4 +538,116 @@ func objdumpHex(code []byte) string {
 		i += 4
 	}
 	return strings.Join(s, " ")
+}
+
+// evalImm runs an emit_imm sequence decoded by riscv64asm (an independent decoder)
+// and returns the register it loads.
+func evalImm(t *testing.T, code []byte, rd Reg) (v uint64, n int) {
+	t.Helper()
+	var x [32]uint64
+	reg := func(a riscv64asm.Arg) int { return int(a.(riscv64asm.Reg) - riscv64asm.X0) }
+	for off := 0; off < len(code); n++ {
+		inst, err := riscv64asm.Decode(code[off:])
+		if err != nil {
+			t.Fatalf("% x: %v", code[off:], err)
+		}
+		off += inst.Len
+		d := reg(inst.Args[0])
+		switch inst.Op {
+		case riscv64asm.LUI:
+			x[d] = uint64(int64(int32(inst.Args[1].(riscv64asm.Uimm).Imm << 12)))
+		case riscv64asm.ADDI:
+			x[d] = x[reg(inst.Args[1])] + uint64(int64(inst.Args[2].(riscv64asm.Simm).Imm))
+		case riscv64asm.ADDIW:
+			x[d] = uint64(int64(int32(x[reg(inst.Args[1])] + uint64(int64(inst.Args[2].(riscv64asm.Simm).Imm)))))
+		case riscv64asm.SLLI:
+			x[d] = x[reg(inst.Args[1])] << (inst.Args[2].(riscv64asm.Uimm).Imm & 63)
+		default:
+			t.Fatalf("%v in an emit_imm sequence", inst)
+		}
+		x[0] = 0
+	}
+	return x[rd], n
+}
+
+// TestImmValue: emit_imm loads its value for every 16-bit chunk pattern, every single
+// bit and its complement, and random values; RV_MAX_COUNT_IMM's sequence is the
+// longest (8 instructions, 26 bytes with RVC, 32 without), which the sizing pass
+// relies on.
+func TestImmValue(t *testing.T) {
+	var vals []uint64
+	parts := []uint64{0, 1, 0x7ff, 0x800, 0xfff, 0x7fff, 0x8000, 0xf800, 0xffff}
+	for _, a := range parts {
+		for _, b := range parts {
+			for _, c := range parts {
+				for _, d := range parts {
+					vals = append(vals, a<<48|b<<32|c<<16|d)
+				}
+			}
+		}
+	}
+	for i := 0; i < 64; i++ {
+		vals = append(vals, 1<<i, ^uint64(1<<i), 1<<i-1, -(1 << i))
+	}
+	r := rand.New(rand.NewPCG(14, 64))
+	for i := 0; i < 5000; i++ {
+		vals = append(vals, r.Uint64()>>r.IntN(64))
+	}
+	for _, rvc := range []bool{true, false} {
+		maxLen, maxN := 0, 0
+		for _, v := range vals {
+			a := &asm{rvc: rvc}
+			a.imm(A0, int64(v))
+			got, n := evalImm(t, a.b, A0)
+			if got != v {
+				t.Fatalf("rvc=%v %#x: loads %#x (%s)", rvc, v, got, objdumpHex(a.b))
+			}
+			maxLen, maxN = max(maxLen, len(a.b)), max(maxN, n)
+		}
+		a := &asm{rvc: rvc}
+		a.imm(A0, maxCountImm)
+		_, n := evalImm(t, a.b, A0)
+		want := 32
+		if rvc {
+			want = 26
+		}
+		if len(a.b) != want || n != 8 || maxLen > len(a.b) || maxN > n {
+			t.Errorf("rvc=%v: RV_MAX_COUNT_IMM takes %d bytes in %d instructions (want %d in 8); the longest of %d values %d bytes, %d instructions",
+				rvc, len(a.b), n, want, len(vals), maxLen, maxN)
+		}
+	}
+}
+
+// TestJumpRanges: emit_jump_and_link's reach and its refusal (the kernel's words,
+// -ERANGE); emit_call in the sizing pass; sign_extend's refusal.
+func TestJumpRanges(t *testing.T) {
+	for _, c := range []struct {
+		off   int64
+		fixed bool
+		n     int // bytes, 0 = refused
+	}{
+		{1<<20 - 2, true, 4}, {-1 << 20, true, 4}, {1 << 20, true, 8}, {-1<<20 - 2, true, 8}, {0, true, 8},
+		{2, false, 8}, {1<<31 - 1<<11 - 2, true, 8}, {-1<<31 - 1<<11, true, 8},
+		{1<<31 - 1<<11, true, 0}, {-1<<31 - 1<<11 - 2, true, 0}, {1 << 40, false, 0},
+	} {
+		a := &asm{rvc: true}
+		err := a.jumpAndLink(RA, c.off, c.fixed)
+		switch {
+		case c.n == 0 && err == nil:
+			t.Errorf("%#x: not refused", c.off)
+		case c.n == 0:
+			if !errors.Is(err, eRANGE) || !strings.Contains(err.Error(), "bpf-jit: target offset") {
+				t.Errorf("%#x: %v (%T), want ERANGE and the kernel's message", c.off, err, err)
+			}
+		case err != nil || len(a.b) != c.n:
+			t.Errorf("%#x fixed=%v: %d bytes, %v; want %d", c.off, c.fixed, len(a.b), err, c.n)
+		}
+	}
+	a := &asm{rvc: true, sizing: true, base: caseBase}
+	if err := a.call(caseBase+16, true); err != nil || objdumpHex(a.b) != "00000317 000300e7" {
+		t.Errorf("sizing-pass call: %s, %v; want auipc t1,0; jalr ra,0(t1)", objdumpHex(a.b), err)
+	}
+	if err := (&asm{}).signExtend(A0, A5, 3, true); !errors.Is(err, jit.EINVAL) || !strings.Contains(err.Error(), "invalid size 3 for sign_extend") {
+		t.Errorf("sign_extend size 3: %v", err)
+	}
 }
