@@ -7,6 +7,24 @@ import (
 	"github.com/trampjit/trampjit/jit"
 )
 
+// The forms a trampoline is made of (__arch_prepare_bpf_trampoline, invoke_bpf_prog,
+// store_args, restore_args, restore_stack_args, emit_store_stack_imm64 and the 7.x
+// fsession code in bpf_jit_comp64.c), by helper:
+//
+//	addi   frame: sp,sp,±16 and ±S (c.addi16sp), s0,sp,16 and S (c.addi4spn);
+//	       &run_ctx and ctx: a1/a2/a0,s0,-off (4 bytes: rs is s0, not sp)
+//	sd/ld  the frame's ra/s0/t0 at small sp offsets (c.sdsp/c.ldsp); every slot at a
+//	       negative s0 offset (4 bytes); stack arguments ld t1,16+8j(s0) (t1 is no creg)
+//	imm    ip, cookie, prog, im (the sizing pass loads maxCountImm), insnsi, func_meta
+//	li     6.12's argument count (c.li t1,n); storeStackImm64 is 7.x's imm+sd
+//	call   the enter/exit helpers, the program, __bpf_tramp_enter/exit, the original
+//	mv     s1,a0 and a1,s1 (c.mv); nop placeholders, patched to beq a0,zero / bne
+//	       t1,zero with patch(rvBeq/rvBne); two nops after the original's call
+//	jalr   the return: zero,ra or zero,t0 (c.jr); word: struct_ops' kCFI hash
+//	signExtend  7.x struct_ops return (sext.b/sext.h with Zbb, else slli+srai; sext.w; mv)
+//
+// jumpAndLink(t0 or zero, off, false) is gen_jump_or_nops, bpf_arch_text_poke's patch.
+
 // asm is the kernel's struct rv_jit_context as the trampoline JIT uses it: the bytes
 // emitted so far, the address they will run at (ro_insns) and the configuration that
 // decides the instruction forms.

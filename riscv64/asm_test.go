@@ -55,7 +55,17 @@ func (c formCase) naturalLines() []string {
 	if c.src != nil {
 		return c.src
 	}
-	return c.baseLines()
+	var l []string
+	for _, s := range c.baseLines() {
+		// as compresses only the register-only spellings of jalr.
+		if r, ok := strings.CutPrefix(s, "jalr zero,0("); ok {
+			s = "jr " + strings.TrimSuffix(r, ")")
+		} else if r, ok := strings.CutPrefix(s, "jalr ra,0("); ok {
+			s = "jalr " + strings.TrimSuffix(r, ")")
+		}
+		l = append(l, s)
+	}
+	return l
 }
 
 // expand32 is the 32-bit instruction a helper emits where, with RVC, it emits the
@@ -432,6 +442,49 @@ func formCases() []formCase {
 	add(formCase{form: "zexth(a0, a5) zbb=false", emit: do(func(a *asm) { a.zexth(A0, A5) }), kern: []string{"slli a0,a5,48", "c.srli a0,48"}})
 	add(formCase{form: "sextb(t1, t1) zbb=false", emit: do(func(a *asm) { a.sextb(T1, T1) }), kern: []string{"c.slli t1,56", "srai t1,t1,56"}})
 	add(formCase{form: "sextw(a0, a0)", emit: do(func(a *asm) { a.sextw(A0, A0) }), kern: []string{"c.addiw a0,0"}})
+
+	// The trampoline's frame set-up and tear-down (__arch_prepare_bpf_trampoline, not
+	// struct_ops) around the sizes where a compressed form stops fitting: c.addi16sp
+	// takes -512 but not +512, c.sdsp/c.ldsp offsets below 512, c.addi4spn below 1024.
+	for _, r := range []struct {
+		s        int32
+		pro, epi string
+	}{
+		{48, "c.addi16sp sp,-48; c.sdsp t0,40(sp); c.sdsp s0,32(sp); c.addi4spn s0,sp,48",
+			"c.ldsp t0,40(sp); c.ldsp s0,32(sp); c.addi16sp sp,48"},
+		{496, "c.addi16sp sp,-496; c.sdsp t0,488(sp); c.sdsp s0,480(sp); c.addi4spn s0,sp,496",
+			"c.ldsp t0,488(sp); c.ldsp s0,480(sp); c.addi16sp sp,496"},
+		{512, "c.addi16sp sp,-512; c.sdsp t0,504(sp); c.sdsp s0,496(sp); c.addi4spn s0,sp,512",
+			"c.ldsp t0,504(sp); c.ldsp s0,496(sp); addi sp,sp,512"},
+		{528, "addi sp,sp,-528; sd t0,520(sp); sd s0,512(sp); c.addi4spn s0,sp,528",
+			"ld t0,520(sp); ld s0,512(sp); addi sp,sp,528"},
+		{1008, "addi sp,sp,-1008; sd t0,1000(sp); sd s0,992(sp); c.addi4spn s0,sp,1008",
+			"ld t0,1000(sp); ld s0,992(sp); addi sp,sp,1008"},
+		{1024, "addi sp,sp,-1024; sd t0,1016(sp); sd s0,1008(sp); addi s0,sp,1024",
+			"ld t0,1016(sp); ld s0,1008(sp); addi sp,sp,1024"},
+	} {
+		add(formCase{form: fmt.Sprintf("prologue(S=%d)", r.s), kern: strings.Split("c.addi16sp sp,-16; c.sdsp ra,8(sp); c.sdsp s0,0(sp); c.addi4spn s0,sp,16; "+r.pro, "; "),
+			emit: do(func(a *asm) {
+				a.addi(SP, SP, -16)
+				a.sd(SP, 8, RA)
+				a.sd(SP, 0, FP)
+				a.addi(FP, SP, 16)
+				a.addi(SP, SP, -r.s)
+				a.sd(SP, r.s-8, T0)
+				a.sd(SP, r.s-16, FP)
+				a.addi(FP, SP, r.s)
+			})})
+		add(formCase{form: fmt.Sprintf("epilogue(S=%d)", r.s), kern: strings.Split(r.epi+"; c.ldsp ra,8(sp); c.ldsp s0,0(sp); c.addi16sp sp,16; c.jr t0", "; "),
+			emit: do(func(a *asm) {
+				a.ld(T0, r.s-8, SP)
+				a.ld(FP, r.s-16, SP)
+				a.addi(SP, SP, r.s)
+				a.ld(RA, 8, SP)
+				a.ld(FP, 0, SP)
+				a.addi(SP, SP, 16)
+				a.jalr(Zero, T0, 0)
+			})})
+	}
 	return c
 }
 
@@ -451,6 +504,11 @@ var knownDiffs = map[string]bool{
 	// within ±256 bytes.
 	"beq(a0, zero, 12)": true, "beq(a0, zero, 20)": true, "beq(a0, zero, 254)": true,
 	"beq(a0, zero, -256)": true, "bne(a0, zero, 100)": true, "bne(s1, zero, -2)": true,
+	// The frame's addi sp,sp,-16 and addi sp,sp,16: c.addi16sp again.
+	"prologue(S=48)": true, "prologue(S=496)": true, "prologue(S=512)": true,
+	"prologue(S=528)": true, "prologue(S=1008)": true, "prologue(S=1024)": true,
+	"epilogue(S=48)": true, "epilogue(S=496)": true, "epilogue(S=512)": true,
+	"epilogue(S=528)": true, "epilogue(S=1008)": true, "epilogue(S=1024)": true,
 }
 
 // TestSpecVectors: encodings of the kernel's choices written by hand from the RVC and
