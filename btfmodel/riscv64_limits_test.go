@@ -1,8 +1,12 @@
 package btfmodel
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf/btf"
 )
 
 // riscv64Limits are the riscv64 limits per profile, read from the kernel sources (no riscv64
@@ -200,4 +204,53 @@ func TestParseArchRiscv64(t *testing.T) {
 	if !strings.Contains(func() string { _, err := ParseArch("mips"); return err.Error() }(), "riscv64") {
 		t.Error("the unknown-architecture message does not list riscv64")
 	}
+}
+
+// TestTrampLinksFromBTF: Profile.TrampLinks is the BPF_MAX_TRAMP_LINKS enum of each captured
+// kernel's own BTF (testdata/kernel/<profile>-<arch>/vmlinux.btf.xz), for every architecture
+// with a corpus; riscv64's corpora are checked once they are captured.
+func TestTrampLinksFromBTF(t *testing.T) {
+	n := 0
+	for _, p := range Profiles {
+		for _, a := range AllArches {
+			key := string(p.Kernel) + "-" + string(a)
+			if _, err := os.Stat(filepath.Join("../testdata/kernel", key, "vmlinux.btf.xz")); err != nil {
+				continue
+			}
+			v, found := uint64(0), false
+			for typ := range corpusSpec(t, key).All() {
+				if e, ok := typ.(*btf.Enum); ok {
+					if v, found = enumValue(e, "BPF_MAX_TRAMP_LINKS"); found {
+						break
+					}
+				}
+			}
+			switch {
+			case !found && p.Version.Series().Compare(v63) < 0:
+				// Before 6.3 it is a #define (include/linux/bpf.h), which BTF does not carry.
+			case !found:
+				t.Errorf("%s: no BPF_MAX_TRAMP_LINKS in the BTF", key)
+			case int(v) != p.TrampLinks[a]:
+				t.Errorf("%s: BTF says BPF_MAX_TRAMP_LINKS %d, the profile %d", key, v, p.TrampLinks[a])
+			default:
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no corpus BTF read")
+	}
+	t.Logf("%d corpora's BTF agree", n)
+}
+
+// v63 is the release that made BPF_MAX_TRAMP_LINKS an enum, for BTF to carry.
+var v63 = Version{6, 3, 0}
+
+func enumValue(e *btf.Enum, name string) (uint64, bool) {
+	for _, v := range e.Values {
+		if v.Name == name {
+			return v.Value, true
+		}
+	}
+	return 0, false
 }
