@@ -8,6 +8,7 @@ import (
 	_ "github.com/trampjit/trampjit/arm64" // registers the arm64 backend
 	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/jit"
+	_ "github.com/trampjit/trampjit/riscv64" // registers the riscv64 backend
 )
 
 // One engine per arch, shared by Run and RunImage.

@@ -8,13 +8,16 @@ import "github.com/trampjit/trampjit/btfmodel"
 // programs with bl and helpers with blr, as on a real kernel), struct bpf_prog in vmalloc
 // space and struct bpf_tramp_image in the linear map.
 //
-//	             amd64                 arm64
-//	image        0xffffffffc0000000    0xffff800080000000
-//	bpf_func #i  0xffffffffc0001000+   0xffff800080001000+   (i-1)*0x100
-//	prog #i      0xffffc90000010000+   0xffff800082010000+   (i-1)*0x1000
-//	im           0xffff888100000000    0xfff0000001234400    (3-insn load, as captured)
-//	func         0xffffffff81200000    0xffffa00080200000    (ip: the patch site)
-//	helpers      0xffffffff81100000+   0xffffa00080100000+   0x40 apart, in SyntheticHelpers order
+//	             amd64                 arm64                 riscv64 (Sv39)
+//	image        0xffffffffc0000000    0xffff800080000000    0xffffffff78000000
+//	bpf_func #i  0xffffffffc0001000+   0xffff800080001000+   0xffffffff78001000+   (i-1)*0x100
+//	prog #i      0xffffc90000010000+   0xffff800082010000+   0xffffffc600010000+   (i-1)*0x1000
+//	im           0xffff888100000000    0xfff0000001234400    0xffffffd80a3b4c00
+//	func         0xffffffff81200000    0xffffa00080200000    0xffffffff80200000    (ip: the patch site)
+//	helpers      0xffffffff81100000+   0xffffa00080100000+   0xffffffff80100000+   0x40 apart, in SyntheticHelpers order
+//
+// riscv64's BPF region is the 128 MiB below the kernel image, so programs are in jal reach
+// of the image and helpers only in auipc+jalr reach, as on a Debian kernel.
 func Synthetic(arch btfmodel.Arch, k btfmodel.Kernel, nprogs int) *Addrs {
 	type base struct{ image, bpfFunc, prog, im, fn, helpers uint64 }
 	b := base{0xffffffffc0000000, 0xffffffffc0001000, 0xffffc90000010000, 0xffff888100000000, 0xffffffff81200000, 0xffffffff81100000}
@@ -22,6 +25,9 @@ func Synthetic(arch btfmodel.Arch, k btfmodel.Kernel, nprogs int) *Addrs {
 	if arch == btfmodel.ARM64 {
 		b = base{0xffff800080000000, 0xffff800080001000, 0xffff800082010000, 0xfff0000001234400, 0xffffa00080200000, 0xffffa00080100000}
 		ip = b.fn + 4 // mov x9, x30; bl <trampoline>
+	} else if arch == btfmodel.RISCV64 {
+		b = base{0xffffffff78000000, 0xffffffff78001000, 0xffffffc600010000, 0xffffffd80a3b4c00, 0xffffffff80200000, 0xffffffff80100000}
+		// ip stays the function: the patch site is its first two instructions
 	} else if k.Has(btfmodel.CapX86KernelIBT) {
 		ip = b.fn + 4 // endbr64 (IBT builds), then the call
 	}

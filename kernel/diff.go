@@ -17,6 +17,7 @@ import (
 	_ "github.com/trampjit/trampjit/arm64" // registers the arm64 backend
 	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/jit"
+	_ "github.com/trampjit/trampjit/riscv64" // registers the riscv64 backend
 )
 
 // Bounds on what ReadCorpus accepts: a corpus of the whole catalogue is a few MiB and a few

@@ -13,6 +13,7 @@ import (
 	_ "github.com/trampjit/trampjit/arm64" // registers the arm64 backend
 	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/jit"
+	_ "github.com/trampjit/trampjit/riscv64" // registers the riscv64 backend
 )
 
 // requestFlags are the flags that build a gen request without a file; gen and run share them.
