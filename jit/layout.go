@@ -27,7 +27,7 @@ func Synthetic(arch btfmodel.Arch, k btfmodel.Kernel, nprogs int) *Addrs {
 		ip = b.fn + 4 // mov x9, x30; bl <trampoline>
 	} else if arch == btfmodel.RISCV64 {
 		b = base{0xffffffff78000000, 0xffffffff78001000, 0xffffffc600010000, 0xffffffd80a3b4c00, 0xffffffff80200000, 0xffffffff80100000}
-		// ip stays the function: the patch site is its first two instructions
+		ip = b.fn // the patch site is the function's first two instructions
 	} else if k.Has(btfmodel.CapX86KernelIBT) {
 		ip = b.fn + 4 // endbr64 (IBT builds), then the call
 	}

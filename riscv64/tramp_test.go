@@ -132,7 +132,7 @@ func symAddr(tr *jit.Tramp, sym string) (uint64, bool) {
 // (the traced function past its 8-byte patch site), each beq lands on the exit call's
 // prog load, and each fmod_ret bne lands past the call-original block.
 func TestObjdumpOracle(t *testing.T) {
-	cases := jittest.Cases(btfmodel.RISCV64)
+	cases := append(jittest.Cases(btfmodel.RISCV64), Cases72()...)
 	if len(cases) < 30 {
 		t.Fatalf("only %d curated cases", len(cases))
 	}
@@ -237,7 +237,7 @@ func sectionEnd(img *jit.Image, name string) int {
 // is even, and exceeds it exactly by what the sizing pass pessimises: both im loads as
 // RV_MAX_COUNT_IMM (26 bytes with RVC) and every call that became a 4-byte jal.
 func TestSizingPass(t *testing.T) {
-	for _, c := range jittest.Cases(btfmodel.RISCV64) {
+	for _, c := range append(jittest.Cases(btfmodel.RISCV64), Cases72()...) {
 		m, err := c.Req.Model()
 		if err != nil {
 			t.Fatal(err)
