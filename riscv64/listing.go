@@ -20,12 +20,15 @@ import (
 // they reach ("# 0x..."), so that listings can name both.
 //
 // riscv64asm decodes every form the trampoline JIT emits, compressed ones included,
-// but turns a compressed instruction into its 32-bit expansion and prints c.lui with
-// a negative immediate sign-extended to 32 bits (lui t1,0xffffffff for c.lui
-// t1,0xfffff); the c.* name is recovered from the encoding here and the lui
-// immediate printed as its 20 bits. An all-zero halfword (the prog pack's fill, an
-// illegal instruction) is c.unimp; anything riscv64asm cannot decode is printed as
-// data (.2byte/.4byte), never as "?".
+// but turns a compressed instruction into its 32-bit expansion, prints c.lui with a
+// negative immediate sign-extended to 32 bits (lui t1,0xffffffff for c.lui t1,0xfffff)
+// and reads every c.addi zero,imm as c.nop: here the c.* name is recovered from the
+// encoding, the lui immediate printed as its 20 bits and c.addi zero's immediate kept.
+// It rejects the RVC HINTs (c.li zero, c.mv zero, c.addi rd,0, ...), which objdump
+// shows; no helper emits them (each falls back to the 32-bit form for rd zero or a zero
+// immediate), and they are printed as data. An all-zero halfword (the prog pack's
+// fill, an illegal instruction) is c.unimp; anything riscv64asm cannot decode is
+// printed as data (.2byte/.4byte), never as "?".
 //
 // The Backend registers it: jit.Register(Backend{}, Disassembler{}).
 type Disassembler struct{}
@@ -43,9 +46,9 @@ func (Disassembler) Decode(code []byte, pc uint64) (jit.Inst, error) {
 	inst, err := riscv64asm.Decode(code)
 	if err != nil {
 		if code[0]&3 != 3 {
-			return jit.Inst{Len: 2, Text: fmt.Sprintf(".2byte %#04x", binary.LittleEndian.Uint16(code))}, nil
+			return jit.Inst{Len: 2, Text: fmt.Sprintf(".2byte %#x", binary.LittleEndian.Uint16(code))}, nil
 		}
-		return jit.Inst{Len: 4, Text: fmt.Sprintf(".4byte %#08x", binary.LittleEndian.Uint32(code))}, nil
+		return jit.Inst{Len: 4, Text: fmt.Sprintf(".4byte %#x", binary.LittleEndian.Uint32(code))}, nil
 	}
 	text := format(inst, pc)
 	if inst.Op == riscv64asm.AUIPC {
@@ -84,9 +87,21 @@ func auipcTarget(auipc riscv64asm.Inst, next []byte, pc uint64) (uint64, bool) {
 	return pc + uint64(off), true
 }
 
+// fpNames are the ABI names of f0..f31 (no trampoline uses them; listings of other
+// code may).
+var fpNames = [32]string{
+	"ft0", "ft1", "ft2", "ft3", "ft4", "ft5", "ft6", "ft7", "fs0", "fs1",
+	"fa0", "fa1", "fa2", "fa3", "fa4", "fa5", "fa6", "fa7",
+	"fs2", "fs3", "fs4", "fs5", "fs6", "fs7", "fs8", "fs9", "fs10", "fs11",
+	"ft8", "ft9", "ft10", "ft11",
+}
+
 func regName(r riscv64asm.Reg) string {
-	if r >= riscv64asm.X0 && r <= riscv64asm.X31 {
+	switch {
+	case r >= riscv64asm.X0 && r <= riscv64asm.X31:
 		return Reg(r - riscv64asm.X0).String()
+	case r >= riscv64asm.F0 && r <= riscv64asm.F31:
+		return fpNames[r-riscv64asm.F0]
 	}
 	return strings.ToLower(r.String())
 }
@@ -143,6 +158,12 @@ func compressed(enc uint16, op string, args []string) (string, []string) {
 	case 1:
 		switch f3 {
 		case 0:
+			if rdField == 0 {
+				// riscv64asm reads any c.addi zero (c.nop and its HINTs) as c.nop
+				// and drops the immediate.
+				imm := int32(enc>>2&0x1f) | int32(enc>>12&1)<<5
+				return "c.addi", []string{"zero", fmt.Sprint(imm << 26 >> 26)}
+			}
 			return "c.addi", []string{args[0], args[2]}
 		case 1:
 			return "c.addiw", []string{args[0], args[2]}
