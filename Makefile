@@ -21,8 +21,8 @@ UCENV = if [ "$(UNICORN)" != system ] && [ -f "$(UCPC)/unicorn.pc" ]; then \
 
 # Debian packages the build and the tests use: libunicorn for emu (cgo), qemu for the kernel
 # guests, binutils for both architectures as independent encoders, clang for BPF objects.
-DEBS := gcc libc6-dev pkg-config libunicorn-dev qemu-system-x86 qemu-system-arm \
-	binutils binutils-aarch64-linux-gnu clang llvm xz-utils ca-certificates
+DEBS := gcc libc6-dev pkg-config libunicorn-dev qemu-system-x86 qemu-system-arm qemu-system-misc opensbi \
+	binutils binutils-aarch64-linux-gnu binutils-riscv64-linux-gnu clang llvm xz-utils ca-certificates
 
 .PHONY: all deps build demo test vet tidy nocgo bench golden fuzz kernels corpus clean
 
@@ -140,11 +140,15 @@ mutation: deps
 	$(GO) run ./internal/mutation/cmd -seed $(MUTSEED) -cap $(MUTCAP) -equiv docs/mutation.md
 
 # Fetch the Debian kernel images (cached under $$XDG_CACHE_HOME/trampjit).
+# --all fetches btfmodel.Arches; riscv64 (no cloud flavour; captured before its backend is
+# listed there) is fetched by name.
 kernels: build
 	bin/trampjit kernel fetch --all
+	bin/trampjit kernel fetch --kernel 6.12 --arch riscv64
+	bin/trampjit kernel fetch --kernel 7.2 --arch riscv64
 
 # Re-capture the kernel corpus (testdata/kernel/<kernel>-<arch>) from real kernels under qemu.
-PROFILES := 6.1-amd64 6.1-arm64 6.12-amd64 6.12-arm64 7.2-amd64 7.2-arm64
+PROFILES := 6.1-amd64 6.1-arm64 6.12-amd64 6.12-arm64 7.2-amd64 7.2-arm64 6.12-riscv64 7.2-riscv64
 corpus: kernels
 	@for p in $(PROFILES); do \
 		k=$${p%%-*}; a=$${p##*-}; echo "== corpus $$p"; \

@@ -45,6 +45,9 @@ type CaptureReport struct {
 	Cases  []CorpusCase
 	Boots  []BootStat
 	BTF    []byte // the guest's vmlinux BTF, with CopyBTF
+	// Results are the agent's reports by case id, with what the corpus leaves out (the
+	// patch site's bytes, the bytes after the code).
+	Results map[string]wire.CaptureResult
 
 	boot   *vm.KernelImage // what was booted: Kernel, but with the files this machine reads
 	btfErr string          // why the BTF copy failed
@@ -179,6 +182,10 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 	}
 	for _, c := range o.Cases {
 		rep.Cases = append(rep.Cases, toCorpus(k, rep.Info, c, results[c.ID], o.BTF))
+		if rep.Results == nil {
+			rep.Results = map[string]wire.CaptureResult{}
+		}
+		rep.Results[c.ID] = results[c.ID]
 	}
 	if o.CopyBTF && rep.BTF == nil {
 		// Every request names vmlinux.btf.xz: a corpus without it cannot be read back.

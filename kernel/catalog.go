@@ -70,10 +70,13 @@ func cookie(p jit.Prog, c uint64) jit.Prog { p.Cookie = jit.Cookie(c); return p 
 func funcIP(p jit.Prog) jit.Prog           { p.FuncIP = true; return p }
 func sleepable(p jit.Prog) jit.Prog        { p.Sleepable = true; return p }
 
+// syscallPrefix is each arch's syscall wrapper prefix (arch/*/include/asm/syscall_wrapper.h).
+var syscallPrefix = map[string]string{"amd64": "__x64_sys_", "arm64": "__arm64_sys_", "riscv64": "__riscv_sys_"}
+
 // sys is the arch's syscall wrapper of a syscall.
 func (c *catalog) sys(name string) string {
-	if c.arch == "arm64" {
-		return "__arm64_sys_" + name
+	if p, ok := syscallPrefix[c.arch]; ok {
+		return p + name
 	}
 	return "__x64_sys_" + name
 }

@@ -62,6 +62,8 @@ func features(k *vm.KernelImage, info *wire.Info, rethunk bool) jit.Features {
 		f.Rethunk = rethunk
 	case "arm64":
 		f.IBT = k.ConfigValue("CONFIG_ARM64_BTI_KERNEL") == "y" && has("bti")
+	case "riscv64":
+		f.Zbb = k.ConfigValue("CONFIG_RISCV_ISA_ZBB") == "y" && has("zbb") // rvzbb_enabled
 	}
 	return f
 }

@@ -82,7 +82,7 @@ func (p *profileFlags) register(fsKernel func(*string, string, string, string)) 
 		}
 	}
 	fsKernel(&p.kernel, "kernel", string(btfmodel.DefaultKernel), help)
-	fsKernel(&p.arch, "arch", "amd64", "architecture: amd64 or arm64")
+	fsKernel(&p.arch, "arch", "amd64", "architecture: amd64, arm64 or riscv64")
 }
 
 func (p *profileFlags) check() error {

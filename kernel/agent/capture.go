@@ -178,7 +178,7 @@ func (c *capturer) locate(r *wire.CaptureResult, bpfTarget bool) error {
 	r.Site = site
 	ip, target, kind, serr := patchSite(arch, site, r.Addr)
 	r.IP = ip
-	var viaSite uint64
+	var viaSite, opsVia uint64
 	switch {
 	case serr != nil:
 		r.Checks = append(r.Checks, "patch site: "+serr.Error())
@@ -211,6 +211,10 @@ func (c *capturer) locate(r *wire.CaptureResult, bpfTarget bool) error {
 		} else if name, ok := c.ks.byAddr[target]; ok {
 			r.Checks = append(r.Checks, "bl at the patch site targets "+name)
 		}
+	case arch == "riscv64" && bpfTarget:
+		viaSite, r.Locate = target, "riscv64 auipc t1; jalr t0 at the BPF program's patch site"
+	case arch == "riscv64":
+		viaSite, opsVia = c.rvLocate(r, target)
 	}
 	e, werr := c.walkTrampolines(r.Addr)
 	if werr != nil {
@@ -218,6 +222,9 @@ func (c *capturer) locate(r *wire.CaptureResult, bpfTarget bool) error {
 	} else {
 		r.IM = e.im
 		c.assignProgs(r, e)
+		if opsVia != 0 {
+			viaSite = rvOpsAgree(r, opsVia, e.image)
+		}
 		switch {
 		case viaSite == 0:
 			viaSite, r.Locate = e.image, "trampoline_table walk (cur_image->image)"
@@ -226,6 +233,9 @@ func (c *capturer) locate(r *wire.CaptureResult, bpfTarget bool) error {
 		default:
 			r.Checks = append(r.Checks, fmt.Sprintf("trampoline_table walk says image %#x, patch site %#x", e.image, viaSite))
 		}
+	}
+	if viaSite == 0 && opsVia != 0 {
+		viaSite = opsVia // no walk to check it against
 	}
 	if viaSite == 0 {
 		return fmt.Errorf("image not found: %v", r.Checks)

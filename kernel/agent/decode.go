@@ -43,14 +43,19 @@ func codeEnd(arch string, b []byte, base uint64, ks *kallsyms) (int, error) {
 			}
 		}
 		return 0, fmt.Errorf("no brk #0x100 in the first %d bytes of the image", len(b))
+	case "riscv64":
+		return rvCodeEnd(b)
 	}
 	return 0, fmt.Errorf("unsupported architecture %s", arch)
 }
 
 // ipAfterPatch is the size of the patched call: the original function resumes after it.
 func ipAfterPatch(arch string) uint64 {
-	if arch == "amd64" {
+	switch arch {
+	case "amd64":
 		return 5
+	case "riscv64":
+		return 8 // auipc; jalr (orig_call = func_addr + 8)
 	}
 	return 4
 }
@@ -117,6 +122,8 @@ func calls(arch string, code []byte, base uint64) []call {
 				out = append(out, call{base + uint64(i) + uint64(int64(int32(w<<6)>>6)*4), reg[0]})
 			}
 		}
+	case "riscv64":
+		out = rvCalls(code, base)
 	}
 	return out
 }

@@ -48,6 +48,12 @@ func collectInfo(h wire.Hello) wire.Info {
 				in.CPUFlags = strings.Fields(v)
 				break
 			}
+			// riscv64: "isa : rv64imafdc_zicntr_..._zbb": the base and each extension
+			// (arch/riscv/kernel/cpu.c); Zbb decides the JIT's sign extensions.
+			if ok && k == "isa" {
+				in.CPUFlags = strings.Split(strings.TrimSpace(v), "_")
+				break
+			}
 		}
 	}
 	if len(in.Errors) == 0 {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -69,6 +70,7 @@ func run(reqPath string) int {
 			logf("copy out BTF: %v", err)
 		}
 	}
+	checkJIT()
 	if len(req.Cases) > 0 {
 		c, err := newCapturer()
 		if err != nil {
@@ -124,6 +126,23 @@ func setupGuest() {
 	}
 	_ = os.WriteFile("/proc/sys/kernel/printk", []byte("1\n"), 0)
 	_ = os.WriteFile("/proc/sys/kernel/kptr_restrict", []byte("0\n"), 0)
+	// Without BPF_JIT_DEFAULT_ON (Debian's riscv64 kernels) the JIT starts off: programs would
+	// run in the interpreter and every trampoline would call it (net/core/sysctl_net_core.c).
+	if err := os.WriteFile(jitSysctl, []byte("1\n"), 0); err != nil {
+		logf("enable the BPF JIT: %v", err)
+	}
+}
+
+// jitSysctl is net.core.bpf_jit_enable.
+const jitSysctl = "/proc/sys/net/core/bpf_jit_enable"
+
+// checkJIT says when programs will not be JITed (a host whose JIT is off: the agent does not
+// change a host's sysctl).
+func checkJIT() {
+	b, err := os.ReadFile(jitSysctl)
+	if v := strings.TrimSpace(string(b)); err == nil && v == "0" {
+		logf("net.core.bpf_jit_enable is 0: programs run in the interpreter and trampolines call it (sysctl -w net.core.bpf_jit_enable=1)")
+	}
 }
 
 // finish powers the guest off (as init) or exits (on a host).

@@ -29,7 +29,8 @@ var x86Nop5 = []byte{0x0f, 0x1f, 0x44, 0x00, 0x00}
 // patchSite decodes where the traced function enters its trampoline and what it enters.
 // x86_64: a call or jmp rel32 at the entry, after a landing pad when the build has one; the
 // opcode is decoded at the instruction boundary (a rel32 may itself contain e8 or e9).
-// arm64: a bl among the first instructions (after bti c and "mov x9, x30").
+// arm64: a bl among the first instructions (after bti c and "mov x9, x30"). riscv64: auipc;
+// jalr with t0 as the link (riscv64.go).
 func patchSite(arch string, site []byte, fn uint64) (ip, target uint64, kind siteKind, err error) {
 	switch arch {
 	case "amd64":
@@ -64,6 +65,8 @@ func patchSite(arch string, site []byte, fn uint64) (ip, target uint64, kind sit
 			}
 		}
 		return 0, 0, "", fmt.Errorf("no bl in the first instructions at %#x (bytes % x)", fn, site[:min(len(site), 16)])
+	case "riscv64":
+		return rvPatchSite(site, fn)
 	}
 	return 0, 0, "", fmt.Errorf("unsupported architecture %s", arch)
 }

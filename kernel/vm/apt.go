@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -61,7 +62,7 @@ func NewApt(dir string) (*Apt, error) {
 		return nil, fmt.Errorf("archive keyring %s: %w (install debian-archive-keyring)", key, err)
 	}
 	a := &Apt{Dir: dir, URI: main.URI, Keyring: key,
-		Arches: []string{"amd64", "arm64"}, Suites: []string{SuiteBookworm, SuiteTrixie}}
+		Arches: slices.Clone(FetchArches), Suites: []string{SuiteBookworm, SuiteTrixie}}
 	return a, a.setup()
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // KernelImage is a fetched Debian kernel: the vmlinuz and where it came from.
 type KernelImage struct {
 	Kernel  string `json:"kernel"`           // profile: "6.1", "6.12" or "7.2"
-	Arch    string `json:"arch"`             // "amd64" or "arm64"
+	Arch    string `json:"arch"`             // "amd64", "arm64" or "riscv64"
 	Suite   string `json:"suite"`            // Debian suite it was picked from
 	Package string `json:"package"`          // binary package that shipped the vmlinuz
 	Version string `json:"version"`          // its Debian version, e.g. "6.12.117-1"
@@ -52,6 +53,10 @@ func (k *KernelImage) ConfigValue(option string) string {
 	return ""
 }
 
+// FetchArches are the architectures Debian ships a profile's kernel for (riscv64 without
+// the cloud flavour) and qemu boots.
+var FetchArches = []string{"amd64", "arm64", "riscv64"}
+
 // CacheDir is $XDG_CACHE_HOME/trampjit, or ~/.cache/trampjit.
 func CacheDir() (string, error) {
 	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
@@ -81,8 +86,8 @@ func FetchPinned(ctx context.Context, kernel, arch string, pin Pin, progress io.
 	if !ok {
 		return nil, fmt.Errorf("no Debian kernel known for profile %q (want one of %s)", kernel, strings.Join(Profiles, ", "))
 	}
-	if arch != "amd64" && arch != "arm64" {
-		return nil, fmt.Errorf("no Debian kernel for architecture %q (want amd64 or arm64)", arch)
+	if !slices.Contains(FetchArches, arch) {
+		return nil, fmt.Errorf("no Debian kernel for architecture %q (want %s)", arch, strings.Join(FetchArches, ", "))
 	}
 	if progress == nil {
 		progress = io.Discard
@@ -206,7 +211,7 @@ func candidates(ctx context.Context, a *Apt, spec kernelSpec, arch string) ([]Ca
 	}
 	var out []Candidate
 	for _, n := range names {
-		if m := spec.re.FindStringSubmatch(n); m == nil || m[1] != arch {
+		if spec.archOf(n) != arch {
 			continue
 		}
 		st, err := a.Show(ctx, n+":"+arch)
@@ -222,6 +227,16 @@ func candidates(ctx context.Context, a *Apt, spec kernelSpec, arch string) ([]Ca
 	return out, nil
 }
 
+// imagePrefix is where a Debian 12/13 image package keeps the kernel: boot/vmlinuz-<release>,
+// except on riscv64, whose packages install the uncompressed Image as boot/vmlinux-<release>
+// (an Image, not an ELF vmlinux: qemu's -kernel boots it as it is).
+func imagePrefix(arch string) string {
+	if arch == "riscv64" {
+		return "boot/vmlinux-"
+	}
+	return "boot/vmlinuz-"
+}
+
 // downloadKernel fetches pkg and extracts its vmlinuz into dir; when the package ships none
 // (a signed meta package), it follows its dependency on the -unsigned package.
 func downloadKernel(ctx context.Context, a *Apt, pkg, arch, ver string, stanza map[string]string, dir string, progress io.Writer) (*KernelImage, error) {
@@ -229,18 +244,19 @@ func downloadKernel(ctx context.Context, a *Apt, pkg, arch, ver string, stanza m
 	if err != nil {
 		return nil, err
 	}
-	files, err := ExtractFromDeb(deb, "boot/vmlinuz-", "boot/config-")
+	img := imagePrefix(arch)
+	files, err := ExtractFromDeb(deb, img, "boot/config-")
 	if errors.Is(err, ErrNotInDeb) {
 		alt := unsignedDep(stanza["Depends"])
 		if alt == "" {
-			return nil, fmt.Errorf("%s %s ships no boot/vmlinuz-* and depends on no -unsigned image", pkg, ver)
+			return nil, fmt.Errorf("%s %s ships no %s* and depends on no -unsigned image", pkg, ver, img)
 		}
 		fmt.Fprintf(progress, "%s has no vmlinuz; trying %s\n", pkg, alt)
 		pkg = alt
 		if deb, err = a.Download(ctx, pkg, arch, ver); err != nil {
 			return nil, err
 		}
-		files, err = ExtractFromDeb(deb, "boot/vmlinuz-", "boot/config-")
+		files, err = ExtractFromDeb(deb, img, "boot/config-")
 	}
 	if err != nil {
 		return nil, err
@@ -249,7 +265,7 @@ func downloadKernel(ctx context.Context, a *Apt, pkg, arch, ver string, stanza m
 		return nil, err
 	}
 	k := &KernelImage{Package: pkg, Version: ver, Deb: deb}
-	for pre, dst := range map[string]*string{"boot/vmlinuz-": &k.Path, "boot/config-": &k.Config} {
+	for pre, dst := range map[string]*string{img: &k.Path, "boot/config-": &k.Config} {
 		f, ok := files[pre]
 		if !ok {
 			continue
@@ -263,7 +279,7 @@ func downloadKernel(ctx context.Context, a *Apt, pkg, arch, ver string, stanza m
 		}
 		*dst = out
 	}
-	k.Release = strings.TrimPrefix(filepath.Base(k.Path), "vmlinuz-")
+	k.Release = strings.TrimPrefix(filepath.Base(k.Path), strings.TrimPrefix(img, "boot/"))
 	return k, nil
 }
 

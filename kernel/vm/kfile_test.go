@@ -46,7 +46,7 @@ func TestOpenDebianKernels(t *testing.T) {
 			if k.Release != want.Release || k.Arch != want.Arch {
 				t.Errorf("release %s arch %s, the package says %s %s", k.Release, k.Arch, want.Release, want.Arch)
 			}
-			wantFormat := map[string]string{"amd64": FormatBzImage, "arm64": FormatImage}[want.Arch]
+			wantFormat := map[string]string{"amd64": FormatBzImage, "arm64": FormatImage, "riscv64": FormatImage}[want.Arch]
 			if k.Format != wantFormat {
 				t.Errorf("format %s, want %s", k.Format, wantFormat)
 			}
@@ -58,7 +58,10 @@ func TestOpenDebianKernels(t *testing.T) {
 						t.Errorf("file(1) says %q; header version %q", s, k.HeaderVersion)
 					}
 				case FormatImage:
-					if !strings.Contains(s, "ARM64 boot executable Image, little-endian") {
+					// file(1) names an arm64 Image by its header, a riscv64 one (with its EFI
+					// stub) as a PE32+ file.
+					wantFile := map[string]string{"arm64": "ARM64 boot executable Image, little-endian", "riscv64": "RISC-V 64-bit"}[want.Arch]
+					if !strings.Contains(s, wantFile) {
 						t.Errorf("file(1) says %q", s)
 					}
 				}

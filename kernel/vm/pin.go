@@ -34,8 +34,18 @@ func MatchSeries(kernel, name string) string {
 	if !ok {
 		return ""
 	}
-	if m := spec.re.FindStringSubmatch(name); m != nil {
-		return m[1]
+	return spec.archOf(name)
+}
+
+// archOf is the architecture a package name of the series is for, or "": the first group
+// of the profile's pattern that matched (amd64 and arm64 name the cloud flavour, riscv64
+// has none and is named bare).
+func (s kernelSpec) archOf(name string) string {
+	m := s.re.FindStringSubmatch(name)
+	for _, g := range m[min(1, len(m)):] {
+		if g != "" {
+			return g
+		}
 	}
 	return ""
 }

@@ -65,6 +65,9 @@ type RunResult struct {
 	Duration time.Duration
 }
 
+// RISCV64CPU is the -cpu of riscv64 guests.
+const RISCV64CPU = "rv64,zba=true,zbb=true,zbc=true,zbs=true"
+
 // QemuCommand returns the qemu binary and arguments for arch.
 func QemuCommand(arch, kernel, initrd string, appendArgs []string) (string, []string, error) {
 	common := []string{"-accel", "tcg", "-m", "1G", "-smp", "1", "-display", "none",
@@ -82,6 +85,15 @@ func QemuCommand(arch, kernel, initrd string, appendArgs []string) (string, []st
 		// pauth-impdef: QEMU's cheap pointer-auth algorithm; same instructions, faster TCG.
 		cmdline = append([]string{"console=ttyAMA0"}, cmdline...)
 		return "qemu-system-aarch64", append([]string{"-M", "virt", "-cpu", "max,pauth-impdef=on"}, append(common,
+			"-append", strings.Join(append(cmdline, appendArgs...), " "))...), nil
+	case "riscv64":
+		// -bios default: the OpenSBI firmware qemu ships (opensbi), which the kernel calls
+		// for its timer and console. rv64 is qemu 7.2's fullest CPU (it has no "max"): RV64GC
+		// with the bit-manipulation extensions, Zbb among them, which the trampoline JIT
+		// uses when the CPU has it (riscv_has_extension_likely); they are named so that
+		// the guest's isa string does not depend on qemu's defaults.
+		cmdline = append([]string{"console=ttyS0"}, cmdline...)
+		return "qemu-system-riscv64", append([]string{"-M", "virt", "-bios", "default", "-cpu", RISCV64CPU}, append(common,
 			"-append", strings.Join(append(cmdline, appendArgs...), " "))...), nil
 	}
 	return "", nil, fmt.Errorf("no qemu for architecture %q", arch)

@@ -101,7 +101,14 @@ func TestQemuCommand(t *testing.T) {
 		!strings.Contains(s, "console=ttyAMA0") || !strings.Contains(s, "lsm=bpf") || !strings.Contains(s, "nokaslr") {
 		t.Errorf("%s %s", bin, s)
 	}
-	if _, _, err := QemuCommand("riscv64", "/k", "/i", nil); err == nil {
+	// riscv64: the virt machine with qemu's OpenSBI (-bios default) and a CPU with Zbb.
+	bin, args, err = QemuCommand("riscv64", "/k", "/i", nil)
+	s = strings.Join(args, " ")
+	if err != nil || bin != "qemu-system-riscv64" || !strings.Contains(s, "-M virt -bios default") ||
+		!strings.Contains(s, "zbb=true") || !strings.Contains(s, "console=ttyS0") {
+		t.Errorf("riscv64: %s %s %v", bin, s, err)
+	}
+	if _, _, err := QemuCommand("s390x", "/k", "/i", nil); err == nil {
 		t.Error("unknown arch must fail")
 	}
 }

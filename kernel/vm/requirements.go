@@ -46,10 +46,15 @@ var Requirements = []Requirement{
 		Cost: "there is no bpf(2) syscall: no program can be loaded"},
 	// Trampolines are JIT output (arch_prepare_bpf_trampoline in arch/*/net/bpf_jit_comp.c,
 	// built only with BPF_JIT; bpf_types.h registers BPF_PROG_TYPE_LSM only under
-	// CONFIG_BPF_JIT), and the programs they call must be JITed: bpf_jit_enable starts at
-	// IS_BUILTIN(CONFIG_BPF_JIT_DEFAULT_ON) (kernel/bpf/core.c) and the agent does not set it.
-	{Options: []string{"BPF_JIT", "BPF_JIT_DEFAULT_ON"}, Fatal: true,
+	// CONFIG_BPF_JIT).
+	{Options: []string{"BPF_JIT"}, Fatal: true,
 		Cost: "no BPF JIT: the kernel builds no trampoline (arch_prepare_bpf_trampoline is JIT code) and programs run in the interpreter"},
+	// The programs a trampoline calls must be JITed: bpf_jit_enable starts at
+	// IS_BUILTIN(CONFIG_BPF_JIT_DEFAULT_ON) (kernel/bpf/core.c; Debian's riscv64 kernels start
+	// with it off). The agent writes 1 to /proc/sys/net/core/bpf_jit_enable as a guest's
+	// init; it leaves a host's sysctl alone and says so.
+	{Options: []string{"BPF_JIT_DEFAULT_ON"},
+		Cost: "the JIT starts disabled: a guest's agent enables it (net.core.bpf_jit_enable=1); with --host, set it first, or programs run in the interpreter and every trampoline calls it"},
 	// fentry/fexit/fmod_ret name their target by BTF id in vmlinux BTF (bpf_check_attach_target,
 	// kernel/bpf/verifier.c); the agent reads /sys/kernel/btf/vmlinux (kernel/bpf/sysfs_btf.c)
 	// and the corpus carries it.

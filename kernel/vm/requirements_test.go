@@ -144,15 +144,15 @@ func TestDebianConfigsCapture(t *testing.T) {
 
 // The fatal options per arch, written out here rather than taken from Requirements.
 var wantFatal = map[string][]string{
-	"amd64": {"BPF_SYSCALL", "BPF_JIT", "BPF_JIT_DEFAULT_ON", "DEBUG_INFO_BTF", "BPF_EVENTS", "NET", "KALLSYMS",
+	"amd64": {"BPF_SYSCALL", "BPF_JIT", "DEBUG_INFO_BTF", "BPF_EVENTS", "NET", "KALLSYMS",
 		"BLK_DEV_INITRD", "RD_GZIP", "BINFMT_ELF", "FUTEX", "EPOLL", "EVENTFD", "PROC_FS", "SYSFS", "SERIAL_8250", "SERIAL_8250_CONSOLE"},
-	"arm64": {"BPF_SYSCALL", "BPF_JIT", "BPF_JIT_DEFAULT_ON", "DEBUG_INFO_BTF", "BPF_EVENTS", "NET", "KALLSYMS",
+	"arm64": {"BPF_SYSCALL", "BPF_JIT", "DEBUG_INFO_BTF", "BPF_EVENTS", "NET", "KALLSYMS",
 		"BLK_DEV_INITRD", "RD_GZIP", "BINFMT_ELF", "FUTEX", "EPOLL", "EVENTFD", "PROC_FS", "SYSFS", "SERIAL_AMBA_PL011", "SERIAL_AMBA_PL011_CONSOLE"},
 }
 
 // What each fatal option's cost has to say.
 var wantCost = map[string]string{
-	"BPF_SYSCALL": "bpf(2)", "BPF_JIT": "trampoline", "BPF_JIT_DEFAULT_ON": "interpreter",
+	"BPF_SYSCALL": "bpf(2)", "BPF_JIT": "trampoline",
 	"DEBUG_INFO_BTF": "/sys/kernel/btf/vmlinux", "BPF_EVENTS": "BPF_PROG_TYPE_TRACING", "NET": "SCHED_CLS",
 	"KALLSYMS": "/proc/kallsyms", "BLK_DEV_INITRD": "initramfs", "RD_GZIP": "gzip initramfs", "BINFMT_ELF": "ELF",
 	"FUTEX": "futex", "EPOLL": "epoll", "EVENTFD": "eventfd", "PROC_FS": "/proc", "SYSFS": "sysfs", "SERIAL_8250": "ttyS0", "SERIAL_8250_CONSOLE": "ttyS0",
@@ -293,6 +293,37 @@ func TestProfileFor(t *testing.T) {
 		}
 		if got := profileFor(c); got != want {
 			t.Errorf("%s: profile %s, want %s", header, got, want)
+		}
+	}
+}
+
+// TestJITDefaultOnNotFatal: Debian's riscv64 kernels start with the JIT off (no
+// CONFIG_BPF_JIT_DEFAULT_ON); the agent enables it, so such a config is not refused, on
+// riscv64 as it is nor on another arch with the option dropped, and the cost says what the
+// agent does about it.
+func TestJITDefaultOnNotFatal(t *testing.T) {
+	for _, p := range debianProfiles(t) {
+		b, err := os.ReadFile(p.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		if strings.Contains(text, "\nCONFIG_BPF_JIT_DEFAULT_ON=y") {
+			text = edit(t, text, "BPF_JIT_DEFAULT_ON", "# CONFIG_BPF_JIT_DEFAULT_ON is not set")
+		} else if p.Arch != "riscv64" {
+			continue
+		}
+		c, err := ParseKernelConfig([]byte(text), p.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms := CheckConfig(c, p.Arch, nil)
+		if f := Fatal(ms); len(f) != 0 {
+			t.Errorf("%s %s without BPF_JIT_DEFAULT_ON: refused for %+v", p.Kernel, p.Arch, f)
+		}
+		i := slices.IndexFunc(ms, func(m MissingOption) bool { return m.Option == "CONFIG_BPF_JIT_DEFAULT_ON" })
+		if i < 0 || !strings.Contains(ms[i].Cost, "bpf_jit_enable=1") {
+			t.Errorf("%s %s: BPF_JIT_DEFAULT_ON not reported with the agent's sysctl: %+v", p.Kernel, p.Arch, ms)
 		}
 	}
 }
