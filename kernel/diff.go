@@ -211,6 +211,12 @@ func diffRefusal(c *CorpusCase, r DiffResult, err error) DiffResult {
 		r.Verdict, r.Note = Unmodelled, "the kernel cannot patch this function (arm64 ENOTSUPP: not ftrace-managed, bpf_arch_text_poke patches only BPF text)"
 		return r
 	}
+	if err == nil && c.Errno == "EFAULT" && c.Stage == "attach" && c.Request.Arch == "riscv64" {
+		// riscv64's bpf_arch_text_poke expects the two NOPs of a patchable entry at a
+		// function ftrace does not manage; finding other code there is -EFAULT.
+		r.Verdict, r.Note = Unmodelled, "the kernel cannot patch this function (riscv64 EFAULT: not ftrace-managed, bpf_arch_text_poke finds no NOPs at the entry)"
+		return r
+	}
 	if err == nil {
 		r.Verdict, r.Note = ModelAccept, "kernel: "+firstOf(c.KernelMessage(), c.Errno, c.Error)
 		return r

@@ -36,7 +36,7 @@ const PageSize = 4096
 
 var profiles = map[btfmodel.Kernel]Profile{
 	btfmodel.Kernel612: {Kernel: btfmodel.Kernel612, RVC: true, RetvalA5First: true},
-	btfmodel.Kernel72:  {Kernel: btfmodel.Kernel72, RVC: true, RetvalA5First: true, FuncMeta: true},
+	btfmodel.Kernel72:  {Kernel: btfmodel.Kernel72, RVC: true, RetvalA5First: true, FuncMeta: true, ProgSkipNop: true},
 }
 
 // ProfileFor returns the profile of a kernel. A kernel without a riscv64 trampoline JIT
