@@ -30,13 +30,13 @@ import (
 const (
 	scriptBase  = 0x200000
 	scriptSize  = 0x10000
-	entrySize   = 160
+	entrySize   = 256
 	entID       = 0   // the stub's identity
 	entPtr      = 8   // prog pointer, im
 	entVal      = 16  // enter: what to return; exit: the start it must get
 	entCookie   = 24  // run_ctx->bpf_cookie
 	entCtx      = 32  // ctx[-2] at entCtx, ctx[-1], ctx[0..n] after it
-	entSess     = 152 // a session cookie program: its cookie slot's value (after ctx[12])
+	entSess     = 248 // a session cookie program: its cookie slot's value (after ctx[maxSlots])
 	idProgBase  = 100
 	idOriginal  = 250
 	maxEventsNC = scriptSize / entrySize

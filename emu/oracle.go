@@ -14,8 +14,9 @@ import (
 // backend's code. It re-derives on its own what jit.Resolve and jit.EnterExit compute
 // (flags, emission order, helper choice), so that a mistake there shows up here.
 
-// maxSlots is MAX_BPF_FUNC_ARGS: the most ctx slots a trampoline saves.
-const maxSlots = btfmodel.MaxFuncArgs
+// maxSlots is the most ctx argument slots a trampoline saves: riscv64 takes
+// MAX_BPF_FUNC_ARGS arguments of up to 16 bytes each.
+const maxSlots = btfmodel.MaxArgSlots
 
 type evKind uint8
 

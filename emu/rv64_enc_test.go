@@ -45,7 +45,7 @@ func TestRV64Encodings(t *testing.T) {
 	}{
 		{"ret", rvRet}, {"nop", rvNop}, {"wfi", rvWfi},
 		{"addi a0, t3, 0", rvMv(rvA0, rvT3)},
-		{"addi s9, s9, 160", rvAddi(rvS9, rvS9, entrySize)},
+		{"addi s9, s9, 256", rvAddi(rvS9, rvS9, entrySize)},
 		{"addi s11, s11, -1", rvAddi(rvS11, rvS11, -1)},
 		{"addi t5, t5, -250", rvAddi(rvT5, rvT5, -250)},
 		{"addiw a0, a5, 0", rvAddiw(rvA0, rvA5, 0)},

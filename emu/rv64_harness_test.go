@@ -300,6 +300,8 @@ func TestRV64Harness(t *testing.T) {
 		{"stack-args-fentry", ten, rvTramp{slots: 10, progs: []jit.Prog{{Kind: jit.Fentry}}}, emu.Options{}, ""},
 		{"struct-split", "u64 f(u64 a, u64 b, u64 c, u64 d, u64 e, u64 f, u64 g, struct { u64 x; u64 y; } s)",
 			rvTramp{slots: 9, progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}}, emu.Options{}, ""},
+		{"24-slots", "u64 f(" + strings.Repeat("struct { u64 x; u64 y; } s, ", 11) + "struct { u64 x; u64 y; } l)",
+			rvTramp{slots: 24, progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}}, emu.Options{Clobber: true}, ""},
 		{"miss", "int f(int a, u64 b)", rvTramp{slots: 2, progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}}, emu.Options{Miss: []int{0}}, ""},
 		{"bpf-target", "int f(u64 a, u64 b)", rvTramp{slots: 2, progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}, target: "bpf"}, emu.Options{Clobber: true}, ""},
 		{"bpf-target-fentry", "int f(u64 a, u64 b)", rvTramp{slots: 2, progs: []jit.Prog{{Kind: jit.Fentry}}, target: "bpf"}, emu.Options{}, ""},

@@ -272,7 +272,7 @@ func (b *ab) checkID(id int) {
 	b.bFail()
 }
 
-func (b *ab) advance() { b.a = b.a.w(0x91000000 | entrySize<<10 | 21<<5 | 21) } // add x21, x21, #160
+func (b *ab) advance() { b.a = b.a.w(0x91000000 | entrySize<<10 | 21<<5 | 21) } // add x21, x21, #entrySize
 
 func (b *ab) tail(routine uint64) {
 	if routine == 0 {
