@@ -8,11 +8,11 @@ import "github.com/trampjit/trampjit/btfmodel"
 // programs with bl and helpers with blr, as on a real kernel), struct bpf_prog in vmalloc
 // space and struct bpf_tramp_image in the linear map.
 //
-//	             amd64                 arm64                 riscv64 (Sv39)
+//	             amd64                 arm64                 riscv64 (Sv48, as captured)
 //	image        0xffffffffc0000000    0xffff800080000000    0xffffffff78000000
 //	bpf_func #i  0xffffffffc0001000+   0xffff800080001000+   0xffffffff78001000+   (i-1)*0x100
-//	prog #i      0xffffc90000010000+   0xffff800082010000+   0xffffffc600010000+   (i-1)*0x1000
-//	im           0xffff888100000000    0xfff0000001234400    0xffffffd80a3b4c00
+//	prog #i      0xffffc90000010000+   0xffff800082010000+   0xffff8f8000010000+   (i-1)*0x1000
+//	im           0xffff888100000000    0xfff0000001234400    0xffffaf8001234400
 //	func         0xffffffff81200000    0xffffa00080200000    0xffffffff80200000    (ip: the patch site)
 //	helpers      0xffffffff81100000+   0xffffa00080100000+   0xffffffff80100000+   0x40 apart, in SyntheticHelpers order
 //
@@ -26,7 +26,7 @@ func Synthetic(arch btfmodel.Arch, k btfmodel.Kernel, nprogs int) *Addrs {
 		b = base{0xffff800080000000, 0xffff800080001000, 0xffff800082010000, 0xfff0000001234400, 0xffffa00080200000, 0xffffa00080100000}
 		ip = b.fn + 4 // mov x9, x30; bl <trampoline>
 	} else if arch == btfmodel.RISCV64 {
-		b = base{0xffffffff78000000, 0xffffffff78001000, 0xffffffc600010000, 0xffffffd80a3b4c00, 0xffffffff80200000, 0xffffffff80100000}
+		b = base{0xffffffff78000000, 0xffffffff78001000, 0xffff8f8000010000, 0xffffaf8001234400, 0xffffffff80200000, 0xffffffff80100000}
 		ip = b.fn // the patch site is the function's first two instructions
 	} else if k.Has(btfmodel.CapX86KernelIBT) {
 		ip = b.fn + 4 // endbr64 (IBT builds), then the call

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -298,4 +300,64 @@ func TestCorpus72NotFtraceManaged(t *testing.T) {
 		return
 	}
 	t.Fatal("bpf_trace_run11-fentry is not in the corpus")
+}
+
+// readCapture reads a testdata/captures listing: each line's offset and instruction number
+// (objdump's 16- or 32-bit hex), back into bytes.
+func readCapture(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var code []byte
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		off, err := strconv.ParseUint(strings.TrimSuffix(f[0], ":"), 16, 32)
+		v, err2 := strconv.ParseUint(f[1], 16, 32)
+		if err != nil || err2 != nil || int(off) != len(code) || (len(f[1]) != 4 && len(f[1]) != 8) {
+			t.Fatalf("%s: bad line %q", path, line)
+		}
+		code = append(code, byte(v), byte(v>>8))
+		if len(f[1]) == 8 {
+			code = append(code, byte(v>>16), byte(v>>24))
+		}
+	}
+	return code
+}
+
+// TestCaptures: each capture listing is its corpus case's image, and the model generates it
+// from the case's request.
+func TestCaptures(t *testing.T) {
+	for _, cp := range []struct {
+		k        btfmodel.Kernel
+		id, file string
+	}{
+		{btfmodel.Kernel72, "bpf_fentry_test2-fentry-fexit", "testdata/captures/7.2-riscv64-bpf_fentry_test2-fentry-fexit.txt"},
+	} {
+		want := readCapture(t, cp.file)
+		var c *kernel.CorpusCase
+		cases := readCorpus(t, cp.k)
+		for i := range cases {
+			if cases[i].ID == cp.id {
+				c = &cases[i]
+			}
+		}
+		if c == nil {
+			t.Fatalf("%s is not in the %s corpus", cp.id, cp.k)
+		}
+		if img, _ := hex.DecodeString(c.Image); !bytes.Equal(img, want) {
+			t.Errorf("%s: the capture is not the corpus case's image", cp.file)
+		}
+		_, img, err := jit.Generate(c.Request)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(img.Code, want) {
+			t.Errorf("%s: the model's image differs from the capture", cp.file)
+		}
+	}
 }

@@ -23,7 +23,8 @@ type Profile struct {
 	// same bytes as 6.12's emit_li for a plain count).
 	FuncMeta bool
 	// ProgSkipNop: each program block starts with a NOP that detaching patches into a jump
-	// past the block, and the call-original block has no ip_after_call NOPs.
+	// past the block, and the call-original block has no ip_after_call NOPs (Debian's
+	// 7.2.13, captured: the per-program skip site arm64 and x86_64 7.2 have too).
 	ProgSkipNop bool
 	// Limits are the argument and target limits (btfmodel.LimitsFor): MAX_BPF_FUNC_ARGS,
 	// the flags the JIT refuses (ORIG_STACK, SHARE_IPMODIFY), fsession
@@ -34,6 +35,7 @@ type Profile struct {
 // PageSize is the riscv64 PAGE_SIZE: a trampoline's sizing pass over it is -E2BIG.
 const PageSize = 4096
 
+// Debian's 6.12.117 has the 6.12.53 reload order; its 7.2.13 adds func_meta and the skip NOPs.
 var profiles = map[btfmodel.Kernel]Profile{
 	btfmodel.Kernel612: {Kernel: btfmodel.Kernel612, RVC: true, RetvalA5First: true},
 	btfmodel.Kernel72:  {Kernel: btfmodel.Kernel72, RVC: true, RetvalA5First: true, FuncMeta: true, ProgSkipNop: true},
