@@ -97,10 +97,11 @@
 //
 // # riscv64
 //
-// riscv64 runs on libunicorn's RV64GC: compressed instructions decode, the bit-manipulation
-// extensions do not (QEMU 5.0's riscv), so an image with Zbb instructions (sext.b/sext.h in
-// a struct_ops return on a Zbb CPU) stops with an invalid instruction. The checks in
-// emulated code use t4-t6 as scratch and s11 as the caller's loop counter.
+// riscv64 runs on libunicorn's RV64GC: compressed instructions decode; the bit-manipulation
+// extensions do not (QEMU 5.0's riscv), so the engine computes the Zba/Zbb instructions
+// the kernel's JIT emits with Features.Zbb (sext.b, sext.h, zext.h, zext.w, rev8) when
+// they raise their illegal-instruction exception (emu/unicorn). The checks in emulated
+// code use t4-t6 as scratch and s11 as the caller's loop counter.
 //
 // # The native engine
 //

@@ -58,11 +58,13 @@ func tlbChoice() bool { return uint32(C.tj_version())>>16 >= 0x0201 }
 // Open creates an engine for arch in 64-bit little-endian mode with the
 // default CPU: qemu64 on x86_64, Cortex-A72 on arm64, where the BTI and PAC
 // hint instructions (bti, paciasp, autiasp) execute as NOPs, and "any" on
-// riscv64: RV64GC (compressed instructions decode), without Zbb (libunicorn
-// 2.1.4 is QEMU 5.0's riscv, which predates the bit-manipulation
-// extensions: sext.b, zext.h and rev8 raise an illegal-instruction
-// exception). arm64 runs at EL1, like the kernel; riscv64 in machine mode,
-// where wfi halts. Open installs the always-on C hooks that record
+// riscv64: RV64GC (compressed instructions decode). libunicorn 2.1.4 is
+// QEMU 5.0's riscv, which predates the bit-manipulation extensions, so the
+// always-on interrupt hook computes the ones the kernel's BPF JIT emits on a
+// Zba/Zbb CPU (sext.b, sext.h, zext.h, zext.w/add.uw, rev8; shim.c
+// tj_rv_bitmanip) and any other raises cause 2, an illegal instruction.
+// arm64 runs at EL1, like the kernel; riscv64 in machine mode, where wfi
+// halts. Open installs the always-on C hooks that record
 // interrupts and invalid accesses.
 func Open(arch Arch) (*Engine, error) { return OpenModel(arch, ModelDefault) }
 
@@ -99,6 +101,7 @@ func OpenModel(arch Arch, model int) (*Engine, error) {
 	}
 	e.st = (*C.tj_state)(C.calloc(1, C.size_t(unsafe.Sizeof(C.tj_state{}))))
 	e.st.pc_reg = C.int(pc)
+	e.st.rv_bitmanip = C.int(map[bool]int{true: 1}[arch == RISCV64])
 	if model != ModelDefault {
 		if err := check("ctl_set_cpu_model", C.tj_set_cpu_model(e.uc, C.int(model))); err != nil {
 			e.Close()

@@ -17,15 +17,59 @@ extern void tjGoInsn(uintptr_t h);
 // Always-on interrupt hook. Any installed UC_HOOK_INTR makes Unicorn treat
 // every interrupt as handled and resume after it, so unless Go hooks take
 // over we stop here ourselves and remember which interrupt it was.
+// riscv64 bit manipulation that libunicorn 2.1.4 (QEMU 5.0's riscv) does not decode, as
+// the kernel's BPF JIT emits it on a CPU with Zba/Zbb (arch/riscv/net/bpf_jit.h: rvzbb_sextb,
+// rvzbb_sexth, rvzbb_zexth, rvzba_zextw, rvzbb_rev8): the illegal-instruction exception
+// (cause 2) arrives with the pc already past the instruction; compute its result, write rd
+// and let the run go on. Returns whether it was one of them.
+static bool tj_rv_bitmanip(uc_engine *uc, tj_state *st)
+{
+	uint64_t pc;
+	uint32_t insn;
+	if (uc_reg_read(uc, UC_RISCV_REG_PC, &pc) != UC_ERR_OK || pc < 4 ||
+	    uc_mem_read(uc, pc - 4, &insn, 4) != UC_ERR_OK)
+		return false;
+	int rd = insn >> 7 & 31, rs1 = insn >> 15 & 31, rs2 = insn >> 20 & 31;
+	uint64_t a = 0, b = 0, v;
+	uc_reg_read(uc, UC_RISCV_REG_X0 + rs1, &a);
+	uc_reg_read(uc, UC_RISCV_REG_X0 + rs2, &b);
+	switch (insn & 0xfff0707f) {
+	case 0x60401013: // sext.b
+		v = (uint64_t)(int64_t)(int8_t)a;
+		break;
+	case 0x60501013: // sext.h
+		v = (uint64_t)(int64_t)(int16_t)a;
+		break;
+	case 0x0800403b: // zext.h (rv64: packw rd, rs1, zero)
+		v = a & 0xffff;
+		break;
+	case 0x6b805013: // rev8
+		v = __builtin_bswap64(a);
+		break;
+	default:
+		if ((insn & 0xfe00707f) != 0x0800003b) // add.uw (zext.w with rs2 = zero)
+			return false;
+		v = (a & 0xffffffff) + b;
+	}
+	if (rd != 0)
+		uc_reg_write(uc, UC_RISCV_REG_X0 + rd, &v);
+	st->rv_emulated++;
+	return true;
+}
+
 static void tj_intr_cb(uc_engine *uc, uint32_t intno, void *user)
 {
 	tj_state *st = user;
+	if (st->rv_bitmanip && intno == 2 && tj_rv_bitmanip(uc, st))
+		return;
 	if (st->go_intr)
 		return;
 	if (st->reason == TJ_STOP_NONE) {
 		st->reason = TJ_STOP_INTR;
 		st->intno = intno;
 		uc_reg_read(uc, st->pc_reg, &st->intr_pc);
+		if (st->rv_bitmanip && intno == 2)
+			st->intr_pc -= 4; // reported past the illegal instruction
 	}
 	uc_emu_stop(uc);
 }

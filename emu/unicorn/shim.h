@@ -44,6 +44,8 @@ typedef struct tj_state {
 
 	uint64_t pc;      // pc after the run (filled by tj_emu_start)
 	int pc_reg;       // the arch's pc register id
+	int rv_bitmanip;  // riscv64: run the Zba/Zbb instructions libunicorn lacks (tj_rv_bitmanip)
+	uint64_t rv_emulated; // instructions tj_rv_bitmanip ran
 
 	uint64_t budget;   // instructions tj_run may execute, 0: no limit
 	uint64_t used;     // instructions of the blocks entered so far
