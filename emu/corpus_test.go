@@ -30,8 +30,10 @@ func corpora(t *testing.T) []string {
 			t.Logf("%s: profile %s is not modelled yet", d, k)
 			continue
 		}
-		if !slices.Contains(btfmodel.Arches, btfmodel.Arch(a)) {
-			t.Logf("%s: no %s backend in btfmodel.Arches yet; its corpus is not run", d, a)
+		// An arch the emulator runs is tested once its backend is linked in, before
+		// btfmodel.Arches lists it (riscv64).
+		if _, _, err := jit.Lookup(btfmodel.Arch(a)); err != nil && !slices.Contains(btfmodel.Arches, btfmodel.Arch(a)) {
+			t.Logf("%s: no %s backend yet; its corpus is not run", d, a)
 			continue
 		}
 		out = append(out, d)
