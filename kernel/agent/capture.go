@@ -35,6 +35,7 @@ var helperNames = []string{
 const arch = runtime.GOARCH
 
 type capturer struct {
+	arch string // the kernel's: arch, except in tests of another arch's decoding
 	mem  kernelMem
 	ks   *kallsyms
 	spec *btf.Spec
@@ -50,7 +51,7 @@ func newCapturer() (*capturer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &capturer{mem: mem, ks: ks}
+	c := &capturer{arch: arch, mem: mem, ks: ks}
 	if c.spec, err = btf.LoadKernelSpec(); err != nil {
 		logf("kernel BTF: %v", err)
 	}
@@ -148,12 +149,12 @@ func (c *capturer) capture(cs wire.Case) (r wire.CaptureResult) {
 			return fail("read", fmt.Errorf("read image at %#x: %w", r.Image, err))
 		}
 		raw = b
-		if n, err = codeEnd(arch, raw, r.Image, c.ks); err == nil || size >= 4*imageReadSize {
+		if n, err = codeEnd(c.arch, raw, r.Image, c.ks); err == nil || size >= 4*imageReadSize {
 			break
 		}
 	}
 	if n == 0 {
-		_, err := codeEnd(arch, raw, r.Image, c.ks)
+		_, err := codeEnd(c.arch, raw, r.Image, c.ks)
 		r.Raw = raw
 		return fail("read", err)
 	}
@@ -176,22 +177,22 @@ func (c *capturer) locate(r *wire.CaptureResult, bpfTarget bool) error {
 		return fmt.Errorf("read patch site: %w", err)
 	}
 	r.Site = site
-	ip, target, kind, serr := patchSite(arch, site, r.Addr)
+	ip, target, kind, serr := patchSite(c.arch, site, r.Addr)
 	r.IP = ip
 	var viaSite, opsVia uint64
 	switch {
 	case serr != nil:
 		r.Checks = append(r.Checks, "patch site: "+serr.Error())
-	case arch == "amd64":
+	case c.arch == "amd64":
 		viaSite, r.Locate = target, "x86 "+string(kind)+" rel32 target at the patch site"
-	case arch == "arm64" && bpfTarget:
+	case c.arch == "arm64" && bpfTarget:
 		// A JITed program's patch site branches to the image, or to its PLT when the image is
 		// out of range (arch/arm64/net/bpf_jit_comp.c, bpf_arch_text_poke).
 		viaSite, r.Locate = target, "arm64 bl at the BPF program's patch site"
 		if lit, ok := c.followPLT(target); ok {
 			viaSite, r.Locate = lit, "arm64 bl at the BPF program's patch site, through its PLT"
 		}
-	case arch == "arm64":
+	case c.arch == "arm64":
 		// The 8 bytes before the function hold its ftrace_ops (CALL_OPS); the image is
 		// ops->direct_call. The bl at the site goes to the image when it is in range.
 		ops, err := c.mem.u64(r.Addr - 8)
@@ -211,9 +212,9 @@ func (c *capturer) locate(r *wire.CaptureResult, bpfTarget bool) error {
 		} else if name, ok := c.ks.byAddr[target]; ok {
 			r.Checks = append(r.Checks, "bl at the patch site targets "+name)
 		}
-	case arch == "riscv64" && bpfTarget:
+	case c.arch == "riscv64" && bpfTarget:
 		viaSite, r.Locate = target, "riscv64 auipc t1; jalr t0 at the BPF program's patch site"
-	case arch == "riscv64":
+	case c.arch == "riscv64":
 		viaSite, opsVia = c.rvLocate(r, target)
 	}
 	e, werr := c.walkTrampolines(r.Addr)
@@ -260,7 +261,7 @@ func (c *capturer) followPLT(a uint64) (uint64, bool) {
 // fexit, each kind newest first.
 func (c *capturer) addrsFromImage(r *wire.CaptureResult, cs wire.Case) {
 	var enters []uint64
-	for _, cl := range calls(arch, r.Code, r.Image) {
+	for _, cl := range calls(c.arch, r.Code, r.Image) {
 		name := c.ks.byAddr[cl.target]
 		switch {
 		case name == "__bpf_tramp_enter" && r.IM == 0:
@@ -328,9 +329,9 @@ func (c *capturer) symbols(code []byte, base uint64, r *wire.CaptureResult) map[
 			s[n] = a
 		}
 	}
-	for _, cl := range calls(arch, code, base) {
+	for _, cl := range calls(c.arch, code, base) {
 		t := cl.target
-		if t >= base && t < base+uint64(len(code)) || t == r.IP+ipAfterPatch(arch) {
+		if t >= base && t < base+uint64(len(code)) || t == r.IP+ipAfterPatch(c.arch) {
 			continue // internal branch, or the call into the traced function's body
 		}
 		if i := progByFunc(r.Progs, t); i >= 0 {
