@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/trampjit/trampjit/btfmodel"
@@ -12,7 +13,7 @@ import (
 // compared case by case with 6.12's), adds at least the new kinds, and passes validation;
 // 6.1 and 6.12 have no fsession case.
 func TestCatalog72(t *testing.T) {
-	for _, arch := range []string{"amd64", "arm64"} {
+	for _, arch := range []string{"amd64", "arm64", "riscv64"} {
 		old := map[string]Case{}
 		for _, c := range Catalog("6.12", arch) {
 			old[c.ID] = c
@@ -51,6 +52,38 @@ func TestCatalog72(t *testing.T) {
 		}
 		if fsess < 40 || cookies < 10 {
 			t.Errorf("7.2-%s: %d fsession programs, %d with session cookies", arch, fsess, cookies)
+		}
+	}
+}
+
+// TestCatalogRISCV64: riscv64's catalogue is arm64's, case for case (the kernel decides what
+// it refuses: the refusals are captured too), but for the syscall wrappers' names and the
+// functions Debian's riscv64 builds lack in BTF; it is data, no arch test elsewhere.
+func TestCatalogRISCV64(t *testing.T) {
+	for _, k := range []string{"6.12", "7.2"} {
+		rv := map[string]Case{}
+		for _, c := range Catalog(k, "riscv64") {
+			rv[c.ID] = c
+		}
+		n := 0
+		for _, c := range Catalog(k, "arm64") {
+			if catalogAbsentArch[btfmodel.RISCV64][c.Func] {
+				continue
+			}
+			n++
+			id, fn := strings.ReplaceAll(c.ID, "__arm64_sys_", "__riscv_sys_"), strings.ReplaceAll(c.Func, "__arm64_sys_", "__riscv_sys_")
+			got, ok := rv[id]
+			if !ok {
+				t.Errorf("%s: arm64 case %s has no riscv64 counterpart %s", k, c.ID, id)
+				continue
+			}
+			c.ID, c.Func = id, fn
+			if !reflect.DeepEqual(got, c) {
+				t.Errorf("%s: %s differs from arm64's: %+v / %+v", k, id, got, c)
+			}
+		}
+		if n != len(rv) || n < 200 {
+			t.Errorf("%s: riscv64 has %d cases, arm64 %d to compare with (want equal, at least 200)", k, len(rv), n)
 		}
 	}
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // AgentEnv names an environment variable that overrides the agent binary per architecture
-// (TRAMPJIT_AGENT_AMD64, TRAMPJIT_AGENT_ARM64), for installs without the source tree.
+// (TRAMPJIT_AGENT_AMD64, TRAMPJIT_AGENT_ARM64, TRAMPJIT_AGENT_RISCV64), for installs without
+// the source tree.
 const AgentEnv = "TRAMPJIT_AGENT_"
 
 // BuildAgent builds the static guest agent for arch (CGO_ENABLED=0, GOARCH=arch) from the

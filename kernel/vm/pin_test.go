@@ -27,6 +27,15 @@ func TestMatchSeries(t *testing.T) {
 		{"6.1", "linux-image-6.1.0-50-cloud-arm64", "arm64"},
 		{"6.1", "linux-image-6.12.117+deb13-cloud-arm64", ""},
 		{"6.9", "linux-image-6.9.1-cloud-amd64", ""},
+		// riscv64 has no cloud flavour (Debian's package names in trixie and sid).
+		{"7.2", "linux-binary-7.2.13+deb14-riscv64", "riscv64"},
+		{"7.2", "linux-binary-7.2.13+deb14-cloud-riscv64", ""},
+		{"7.2", "linux-binary-unsigned-7.2.13+deb14-riscv64", ""},
+		{"6.12", "linux-image-6.12.117+deb13-riscv64", "riscv64"},
+		{"6.12", "linux-image-6.12.117+deb13-riscv64-dbg", ""},
+		{"6.12", "linux-image-6.12.117+deb13-riscv64-unsigned", ""},
+		{"6.12", "linux-image-6.12.117+deb13-amd64", ""},
+		{"6.1", "linux-image-6.1.0-50-riscv64", ""}, // no riscv64 profile data for 6.1
 	} {
 		if got := MatchSeries(c.kernel, c.name); got != c.arch {
 			t.Errorf("MatchSeries(%s, %s) = %q, want %q", c.kernel, c.name, got, c.arch)
