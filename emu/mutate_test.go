@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/emu"
 	"github.com/trampjit/trampjit/jit"
 	"github.com/trampjit/trampjit/kernel"
@@ -20,19 +21,31 @@ import (
 // unwinder reads, a dead x30 before `ret x9`, a branch landing on the NOP just before
 // its target, a zero cookie stored into the slot enter overwrites or below sp while the
 // run_ctx slot already holds zero, a func_meta store that the next store overwrites before
-// any program reads it).
+// any program reads it). riscv64 is held to less (90.8% when it was added): each frame-record
+// save is an instruction of its own, and so are its equivalent survivors (the first
+// frame's s0, the t0 and s0 saves a SKIP_FRAME return never reads back, the a5 reload that
+// only struct_ops returns use, the a5 slot stores no tracing program reads).
 func TestMutants(t *testing.T) {
 	for _, trace := range []bool{false, true} {
 		t.Run(fmt.Sprintf("trace=%v", trace), func(t *testing.T) {
-			var killed, total int
+			var killed, total, rvKilled, rvTotal int
 			for _, c := range mutationCases(t) {
 				k, n := killRate(t, c.name, c.req, c.code, trace)
+				if c.req.Arch == btfmodel.RISCV64 {
+					rvKilled, rvTotal = rvKilled+k, rvTotal+n
+					continue
+				}
 				killed, total = killed+k, total+n
 			}
 			rate := float64(killed) / float64(total)
 			t.Logf("kill rate %d/%d = %.1f%%", killed, total, 100*rate)
 			if total < 500 || rate < 0.95 {
 				t.Errorf("kill rate %d/%d too low", killed, total)
+			}
+			rate = float64(rvKilled) / float64(rvTotal)
+			t.Logf("riscv64 kill rate %d/%d = %.1f%%", rvKilled, rvTotal, 100*rate)
+			if rvTotal < 500 || rate < 0.9 {
+				t.Errorf("riscv64 kill rate %d/%d too low", rvKilled, rvTotal)
 			}
 		})
 	}
@@ -60,6 +73,15 @@ func mutationCases(t *testing.T) []mutationCase {
 		}
 		out = append(out, mutationCase{fmt.Sprintf("trampjit %s %s", p.arch, p.kernel), r, img.Code})
 	}
+	for _, k := range []btfmodel.Kernel{btfmodel.Kernel612, btfmodel.Kernel72} {
+		r := req(btfmodel.RISCV64, k, "", "long f(int a, u64 b, u64 c)",
+			jit.Prog{Kind: jit.Fentry, Cookie: 0x1234567, FuncIP: true}, jit.Prog{Kind: jit.ModRet}, jit.Prog{Kind: jit.Fexit, Cookie: 3})
+		img, _, err := emu.Generate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, mutationCase{fmt.Sprintf("trampjit riscv64 %s", k), r, img.Code})
+	}
 	for dir, ids := range map[string][]string{
 		"6.12-amd64": {"bpf_modify_return_test-fmod_ret-cookies", "tcp_v4_connect-fentry2-fexit2-func-ip"},
 		"6.12-arm64": {"bpf_modify_return_test-fmod_ret-cookies", "tcp_v4_connect-fentry2-fexit2-func-ip"},
@@ -70,6 +92,9 @@ func mutationCases(t *testing.T) []mutationCase {
 		"7.2-amd64": {"bpf_modify_return_test-fsession-cookie-fmod_ret-fexit", "bpf_fentry_test2-fsession4-cookie3",
 			"bpf_fentry_test2-fsession-cookie-nocookie"},
 		"7.2-arm64": {"bpf_modify_return_test-fsession-cookie-fmod_ret-fexit", "bpf_fentry_test2-fsession4-cookie3", "__bpf_sk_lookup-fexit"},
+		// riscv64: compressed forms, the skip NOP per program block (7.2), fsession.
+		"6.12-riscv64": {"bpf_modify_return_test-fmod_ret-cookies", "tcp_v4_connect-fentry2-fexit2-func-ip"},
+		"7.2-riscv64":  {"bpf_modify_return_test-fsession-cookie-fmod_ret-fexit", "bpf_fentry_test2-fsession4-cookie3", "__bpf_sk_lookup-fexit"},
 	} {
 		cases, err := kernel.ReadCorpus("../testdata/kernel/" + dir)
 		if err != nil {

@@ -90,6 +90,12 @@ func rvSd(rs2, rs1, off int) uint32 {
 	return o>>5<<25 | uint32(rs2)<<20 | uint32(rs1)<<15 | 3<<12 | o&0x1f<<7 | 0x23
 }
 
+// rvJal is jal rd by off bytes (±1 MiB).
+func rvJal(rd, off int) uint32 {
+	o := uint32(off)
+	return o>>20&1<<31 | o>>1&0x3ff<<21 | o>>11&1<<20 | o>>12&0xff<<12 | uint32(rd)<<7 | 0x6f
+}
+
 // rvB is beq (f3 0) or bne (f3 1) by off bytes (±4 KiB).
 func rvB(f3, rs1, rs2, off int) uint32 {
 	o := uint32(off)
@@ -281,7 +287,16 @@ func (rv64) enterStub(at, routine uint64) ([]byte, error) {
 
 func (rv64) scratch() uc.Reg { return uc.XR(rvT3) }
 
-func (rv64) jump(at, to uint64) ([]byte, error) { return rvasm(nil).far(rvZero, rvT1, at, to) }
+// jump is jal zero within its ±1 MiB, else auipc t1 + jalr zero: a stub jumps to its checks
+// with one pc-relative instruction where it can, so that a call landing 4 bytes into the
+// stub does not jump through whatever t1 the trampoline left (and into the middle of some
+// checks, past their identity check).
+func (rv64) jump(at, to uint64) ([]byte, error) {
+	if d := int64(to - at); d >= -(1<<20) && d < 1<<20 {
+		return rvasm(nil).w(rvJal(rvZero, int(d))), nil
+	}
+	return rvasm(nil).far(rvZero, rvT1, at, to)
+}
 
 func (rv64) retStub() []byte { return rvasm(nil).w(rvRet) }
 
