@@ -52,7 +52,8 @@ func TestCuratedPassOracle(t *testing.T) {
 
 // The Debian riscv64 captures: 6.12.117 (trixie) and 7.2.13 (sid).
 var corpora = map[btfmodel.Kernel]string{
-	btfmodel.Kernel72: "../testdata/kernel/7.2-riscv64",
+	btfmodel.Kernel612: "../testdata/kernel/6.12-riscv64",
+	btfmodel.Kernel72:  "../testdata/kernel/7.2-riscv64",
 }
 
 func readCorpus(t *testing.T, k btfmodel.Kernel) []kernel.CorpusCase {
@@ -261,18 +262,43 @@ var findings72 = []struct {
 	{"BPF-program targets: orig_call past the program's two NOPs", []string{"bpf-tj_args0-fentry-fexit", "bpf-tj_args4-fexit", "bpf-tj_args2-cookies"}},
 }
 
-func TestCorpus72Findings(t *testing.T) {
+// findings612 are 6.12's, likewise.
+var findings612 = []struct {
+	name string
+	ids  []string
+}{
+	{"the epilogue reloads a5 before a0 (the 6.12.53 sign-extension backport)", []string{"bpf_fentry_test2-fentry-fexit", "bpf_modify_return_test-fmod_ret", "bpf_fentry_test2-fexit"}},
+	{"two ip_after_call NOPs after the original call; no per-program NOP", []string{"bpf_fentry_test2-fentry-fexit", "bpf-tj_args2-fentry2-fexit2"}},
+	{"the count stored by emit_li (c.li t1,n), the IP by emit_imm", []string{"bpf_fentry_test2-fentry", "bpf-tj_args2-func-ip", "bpf-tj_args0-func-ip"}},
+	{"9 to 12 arguments: stack slots copied in and out (12-argument support, 6.11)", []string{"__bpf_sk_lookup-fexit", "__bpf_sk_lookup-fentry", "tcp_v4_send_ack-fentry2-fexit2", "tcp_v4_send_ack-fentry-fexit-func-ip"}},
+	{"38 links fit, the 39th is E2BIG", []string{"bpf_fentry_test2-links-38-fentry", "bpf_fentry_test2-links-38-mixed", "bpf_modify_return_test-links-38-fmod_ret", "bpf_fentry_test2-links-39-e2big"}},
+	{"BPF-program targets", []string{"bpf-tj_args0-fentry-fexit", "bpf-tj_args4-fexit", "bpf-tj_args2-cookies"}},
+}
+
+func TestCorpusFindings(t *testing.T) {
+	for k, findings := range map[btfmodel.Kernel][]struct {
+		name string
+		ids  []string
+	}{btfmodel.Kernel612: findings612, btfmodel.Kernel72: findings72} {
+		checkFindings(t, k, findings)
+	}
+}
+
+func checkFindings(t *testing.T, k btfmodel.Kernel, findings []struct {
+	name string
+	ids  []string
+}) {
 	byID := map[string]*kernel.CorpusCase{}
-	cases := readCorpus(t, btfmodel.Kernel72)
+	cases := readCorpus(t, k)
 	for i := range cases {
 		byID[cases[i].ID] = &cases[i]
 	}
-	for _, f := range findings72 {
-		t.Run(f.name, func(t *testing.T) {
+	for _, f := range findings {
+		t.Run(string(k)+": "+f.name, func(t *testing.T) {
 			for _, id := range f.ids {
 				c := byID[id]
 				if c == nil {
-					t.Fatalf("%s is not in the 7.2 corpus", id)
+					t.Fatalf("%s is not in the %s corpus", id, k)
 				}
 				if d := kernel.Diff(c); d.Verdict != kernel.Match {
 					t.Errorf("%s: %s at %#x: model %s, kernel %s %s", id, d.Verdict, d.Offset, d.Model, d.Kernel, d.Note)
@@ -282,24 +308,29 @@ func TestCorpus72Findings(t *testing.T) {
 	}
 }
 
-// TestCorpus72NotFtraceManaged: bpf_trace_run11 is not ftrace-managed, so the kernel falls
+// TestCorpusNotFtraceManaged: bpf_trace_run11 is not ftrace-managed, so the kernel falls
 // back to bpf_arch_text_poke, which on riscv64 compares the entry with two NOPs and answers
 // -EFAULT. BTF does not say which functions ftrace manages: the diff counts it as a refusal
 // the model cannot predict.
-func TestCorpus72NotFtraceManaged(t *testing.T) {
-	for _, c := range readCorpus(t, btfmodel.Kernel72) {
-		if c.ID != "bpf_trace_run11-fentry" {
-			continue
+func TestCorpusNotFtraceManaged(t *testing.T) {
+	for k := range corpora {
+		found := false
+		for _, c := range readCorpus(t, k) {
+			if c.ID != "bpf_trace_run11-fentry" {
+				continue
+			}
+			found = true
+			if c.Errno != "EFAULT" || c.Stage != "attach" {
+				t.Fatalf("%s %s: %s at %s, want EFAULT at attach", k, c.ID, c.Errno, c.Stage)
+			}
+			if d := kernel.Diff(&c); d.Verdict != kernel.Unmodelled {
+				t.Errorf("%s %s: %s (%s), want %s", k, c.ID, d.Verdict, d.Note, kernel.Unmodelled)
+			}
 		}
-		if c.Errno != "EFAULT" || c.Stage != "attach" {
-			t.Fatalf("%s: %s at %s, want EFAULT at attach", c.ID, c.Errno, c.Stage)
+		if !found {
+			t.Errorf("bpf_trace_run11-fentry is not in the %s corpus", k)
 		}
-		if d := kernel.Diff(&c); d.Verdict != kernel.Unmodelled {
-			t.Errorf("%s: %s (%s), want %s", c.ID, d.Verdict, d.Note, kernel.Unmodelled)
-		}
-		return
 	}
-	t.Fatal("bpf_trace_run11-fentry is not in the corpus")
 }
 
 // readCapture reads a testdata/captures listing: each line's offset and instruction number
@@ -336,6 +367,7 @@ func TestCaptures(t *testing.T) {
 		k        btfmodel.Kernel
 		id, file string
 	}{
+		{btfmodel.Kernel612, "bpf_fentry_test2-fentry-fexit", "testdata/captures/6.12-riscv64-bpf_fentry_test2-fentry-fexit.txt"},
 		{btfmodel.Kernel72, "bpf_fentry_test2-fentry-fexit", "testdata/captures/7.2-riscv64-bpf_fentry_test2-fentry-fexit.txt"},
 	} {
 		want := readCapture(t, cp.file)
