@@ -89,7 +89,7 @@ bench: deps
 
 # Regenerate golden files; review the diff, then commit.
 golden: deps
-	$(GO) test ./amd64/ ./arm64/ -run Golden -update
+	$(GO) test ./amd64/ ./arm64/ ./riscv64/ -run Golden -update
 
 # Fuzz every parser for FUZZTIME each.
 FUZZ_TARGETS := btfmodel:FuzzParseProto btfmodel:FuzzLoad jit:FuzzParseRequest kernel:FuzzParseCases kernel/wire:FuzzDecode verifier:FuzzParseJSON \
