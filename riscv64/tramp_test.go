@@ -304,3 +304,87 @@ func TestRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestStructOpsReturn: a struct_ops trampoline (BPF_TRAMP_F_INDIRECT) has one frame, saved
+// ra, no __bpf_tramp_enter, and derives a0 from a5 (BPF R0) by the member's return type
+// (sign_extend, 6.12.53+): as GNU objdump decodes the epilogue.
+func TestStructOpsReturn(t *testing.T) {
+	for _, tc := range []struct {
+		proto string
+		zbb   bool
+		want  []string // the instructions between ld a5 and ld s1
+	}{
+		{"u32 f(struct sock *sk)", false, []string{"addiw a0,a5,0"}},
+		{"long f(struct sock *sk)", false, []string{"c.mv a0,a5"}},
+		{"u16 f(struct sock *sk)", false, []string{"c.mv a0,a5"}},
+		{"s8 f(struct sock *sk)", false, []string{"slli a0,a5,0x38", "c.srai a0,0x38"}},
+		{"s16 f(struct sock *sk)", true, []string{".4byte " + gnuWord(t, "sext.h a0,a5")}},
+	} {
+		flags := jit.Addr(jit.FlagIndirect | jit.FlagRetFentryRet)
+		req := jit.Request{Arch: btfmodel.RISCV64, Kernel: btfmodel.Kernel72, Proto: tc.proto, Progs: []jit.Prog{{Kind: jit.Fentry}},
+			Flags: &flags, Features: jit.Features{Zbb: tc.zbb}}
+		m, err := req.Model()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := jit.Resolve(&req, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := Backend{}.Generate(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins := gnuDecode(t, img.Code, img.Base)
+		text := func(in gnuInsn) string { return in.op + " " + strings.Join(in.args, ",") }
+		if first, last := text(ins[0]), text(ins[len(ins)-1]); !strings.HasPrefix(first, "c.addi16sp sp,-") || last != "c.jr ra" {
+			t.Errorf("%s: starts %q, ends %q", tc.proto, first, last)
+		}
+		var got []string
+		in := false
+		for _, x := range ins {
+			switch s := text(x); {
+			case strings.HasPrefix(s, "ld a5,"):
+				in = true
+			case strings.HasPrefix(s, "ld s1,"):
+				in = false
+			case in:
+				got = append(got, s)
+			}
+		}
+		if strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
+			t.Errorf("%s (zbb %v): a0 from a5 by %q, want %q", tc.proto, tc.zbb, got, tc.want)
+		}
+		for _, r := range img.Relocs {
+			if r.Symbol == jit.HelperTrampEnter || r.Symbol == "func" {
+				t.Errorf("%s: calls %s", tc.proto, r.Symbol)
+			}
+		}
+	}
+}
+
+// gnuWord assembles one 32-bit instruction with GNU as (Zbb on), as objdump prints a word it
+// does not decode without the ELF's ISA attributes.
+func gnuWord(t *testing.T, insn string) string {
+	t.Helper()
+	as, err := exec.LookPath("riscv64-linux-gnu-as")
+	if err != nil {
+		t.Skip("riscv64-linux-gnu-as not installed (binutils-riscv64-linux-gnu)")
+	}
+	dir := t.TempDir()
+	src, obj, bin := filepath.Join(dir, "w.s"), filepath.Join(dir, "w.o"), filepath.Join(dir, "w.bin")
+	if err := os.WriteFile(src, []byte(insn+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(as, "-march=rv64gc_zbb", "-o", obj, src).CombinedOutput(); err != nil {
+		t.Fatalf("as %q: %v %s", insn, err, out)
+	}
+	if out, err := exec.Command("riscv64-linux-gnu-objcopy", "-O", "binary", "-j", ".text", obj, bin).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v %s", err, out)
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil || len(b) != 4 {
+		t.Fatalf("%q assembled to % x (%v)", insn, b, err)
+	}
+	return fmt.Sprintf("%#x", uint32(b[0])|uint32(b[1])<<8|uint32(b[2])<<16|uint32(b[3])<<24)
+}
