@@ -15,7 +15,8 @@ import (
 )
 
 // profiles are the arch/kernel pairs with kernel-function targets; arm64 6.1 traces only
-// BPF programs.
+// BPF programs; riscv64 7.2 is here for its BPF-program targets (its kernel functions are
+// in the corpus).
 var profiles = []struct {
 	arch   btfmodel.Arch
 	kernel btfmodel.Kernel
@@ -25,6 +26,8 @@ var profiles = []struct {
 	{btfmodel.AMD64, btfmodel.Kernel61, ""},
 	{btfmodel.ARM64, btfmodel.Kernel612, ""},
 	{btfmodel.ARM64, btfmodel.Kernel61, "bpf"},
+	{btfmodel.RISCV64, btfmodel.Kernel612, ""},
+	{btfmodel.RISCV64, btfmodel.Kernel72, "bpf"},
 }
 
 func req(arch btfmodel.Arch, k btfmodel.Kernel, target, proto string, progs ...jit.Prog) *jit.Request {
