@@ -44,11 +44,9 @@ func IdentifyKernel(path string) (*vm.KernelFile, error) {
 		return nil, err
 	}
 	switch f.Arch {
-	case "amd64", "arm64":
-	case "riscv64":
-		return nil, fmt.Errorf("%s: a riscv64 kernel (%s %s): riscv64 guests are not supported yet", path, f.Format, f.Release)
+	case "amd64", "arm64", "riscv64":
 	default:
-		return nil, fmt.Errorf("%s: %s kernel (%s): trampjit boots amd64 and arm64 guests only", path, an(f.Arch), f.Format)
+		return nil, fmt.Errorf("%s: %s kernel (%s): trampjit boots amd64, arm64 and riscv64 guests only", path, an(f.Arch), f.Format)
 	}
 	if f.Release == "" {
 		return nil, fmt.Errorf("%s: %s with no release string (no \"Linux version\" banner found): trampjit cannot tell which kernel it is", path, f.Format)

@@ -326,7 +326,7 @@ func fileTarget(fs *flag.FlagSet, p profileFlags, f *vm.KernelFile, profile stri
 			return t, usageErr("--arch: %v", err)
 		}
 		if string(a) != f.Arch {
-			return t, usageErr("--arch %s, but %s is an %s kernel (%s %s)", a, f.Path, f.Arch, f.Format, f.Release)
+			return t, usageErr("--arch %s, but %s is a kernel for %s (%s %s)", a, f.Path, f.Arch, f.Format, f.Release)
 		}
 	}
 	var err error

@@ -53,7 +53,8 @@ func noCapture(t *testing.T, out, tmp string) {
 }
 
 // TestKernelCaptureVmlinuzRefused: what cannot be captured is refused before anything
-// boots, naming the file and the reason: a file that is no kernel, a riscv64 kernel, a
+// boots, naming the file and the reason: a file that is no kernel, a riscv64 kernel given
+// with --arch amd64, a
 // config without CONFIG_BPF_SYSCALL; and the flags that contradict --vmlinuz.
 func TestKernelCaptureVmlinuzRefused(t *testing.T) {
 	dir := t.TempDir()
@@ -77,7 +78,7 @@ func TestKernelCaptureVmlinuzRefused(t *testing.T) {
 		want []string
 	}{
 		{[]string{"--vmlinuz", notKernel}, 1, []string{notKernel, "not a kernel image"}},
-		{[]string{"--vmlinuz", riscv}, 1, []string{riscv, "riscv64 guests are not supported yet"}},
+		{[]string{"--vmlinuz", riscv, "--arch", "amd64"}, 2, []string{"--arch amd64, but " + riscv + " is a kernel for riscv64"}},
 		{[]string{"--vmlinuz", filepath.Join(dir, "absent")}, 1, []string{"absent: no such file"}},
 		{[]string{"--vmlinuz", notKernel, "--kernel", "6.12"}, 2, []string{"--kernel names the Debian kernel of a profile", "--profile"}},
 		{[]string{"--vmlinuz", notKernel, "--host"}, 2, []string{"not both"}},
@@ -101,7 +102,7 @@ func TestKernelCaptureVmlinuzRefused(t *testing.T) {
 	k := cached612(t)
 	// --arch defaults to the file's; another one is an error naming both.
 	code, _, errOut := trampjit("kernel", "capture", "--vmlinuz", k.Path, "--arch", "arm64", "-o", out)
-	if code != 2 || !strings.Contains(errOut, "--arch arm64, but "+k.Path+" is an amd64 kernel") {
+	if code != 2 || !strings.Contains(errOut, "--arch arm64, but "+k.Path+" is a kernel for amd64") {
 		t.Errorf("--arch arm64 on an amd64 bzImage: exit %d, %q", code, errOut)
 	}
 	// Debian's config with CONFIG_BPF_SYSCALL unset: refused before boot, naming it.
