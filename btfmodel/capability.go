@@ -48,6 +48,7 @@ const (
 	CapRiscvDirectCalls Capability = "riscv64-ftrace-direct-calls"
 	CapRiscvStackArgs   Capability = "riscv64-stack-args"
 	CapRiscvFsession    Capability = "riscv64-fsession"
+	CapRiscvCallOps     Capability = "riscv64-ftrace-call-ops"
 )
 
 // The verifier's instruction walk (kernel/bpf/verifier.c).
@@ -213,6 +214,8 @@ var Capabilities = []CapInfo{
 		Doc: "the riscv64 trampoline copies stack-passed argument slots and refuses only nr_args > MAX_BPF_FUNC_ARGS ('riscv, bpf: Add 12-argument support for RV64 bpf trampoline', 6801b0aef79d); before, more than eight slots (a0-a7, a struct counted by its size) were -ENOTSUPP"},
 	{Cap: CapRiscvFsession, After: v(6, 12), Since: v(7, 2),
 		Doc: "the riscv64 JIT emits fsession programs: bpf_jit_supports_fsession is true ('bpf, riscv: add fsession support for trampolines', 2277c14bc90b, bpf-next February 2026); without it bpf_check_attach_target refuses an fsession load: 'JIT does not support fsession', EOPNOTSUPP"},
+	{Cap: CapRiscvCallOps, After: v(6, 12), Since: v(7, 2),
+		Doc: "riscv64 ftrace has DYNAMIC_FTRACE_WITH_CALL_OPS ('riscv: Implement HAVE_DYNAMIC_FTRACE_WITH_CALL_OPS', c217157bcd1d): a kernel function's patch site calls ftrace_caller, which jumps to the trampoline through the ftrace_ops pointer stored before the function; 6.12's calls the trampoline itself (the captures find 7.2's images through that pointer, 6.12's by decoding the site). The trampoline is entered the same way either way"},
 	{Cap: CapFsession, Since: v(7, 0), Doc: "BPF_TRACE_FSESSION (attach type 58): one program as both fentry and fexit, with a session cookie"},
 	{Cap: CapHelperCgrpStorage, Since: v(6, 2), Doc: "bpf_cgrp_storage_get/delete exist: __BPF_FUNC_MAX_ID is 212, not 210"},
 

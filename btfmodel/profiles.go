@@ -34,6 +34,7 @@ var Profiles = []Profile{
 			CapRiscvDirectCalls:  false,
 			CapRiscvStackArgs:    false,
 			CapRiscvFsession:     false,
+			CapRiscvCallOps:      false,
 
 			CapVerifierCPUv4:              false,
 			CapVerifierALURangeAnySrc:     false,
@@ -151,6 +152,7 @@ var Profiles = []Profile{
 			CapRiscvDirectCalls:  true,
 			CapRiscvStackArgs:    true,
 			CapRiscvFsession:     false,
+			CapRiscvCallOps:      false,
 
 			CapVerifierCPUv4:              true,
 			CapVerifierALURangeAnySrc:     true,
@@ -269,6 +271,7 @@ var Profiles = []Profile{
 			CapRiscvDirectCalls:  true,
 			CapRiscvStackArgs:    true,
 			CapRiscvFsession:     true,
+			CapRiscvCallOps:      true,
 
 			CapVerifierCPUv4:              true,
 			CapVerifierALURangeAnySrc:     true,

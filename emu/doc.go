@@ -38,7 +38,7 @@
 //     image is out of range, as ftrace_caller does; riscv64 `auipc t0; jalr t0` at func
 //     (ftrace_make_call; a BPF program's `auipc t1; jalr t0`, bpf_arch_text_poke), so the
 //     image is entered with t0 = func+8, where the original resumes, and ra = the caller's
-//     return; with CALL_OPS (once a profile states riscv64-ftrace-call-ops) the site calls
+//     return; with CALL_OPS (CapRiscvCallOps: 7.2) the site calls
 //     a stand-in for ftrace_caller that loads the image through the ftrace_ops pointer
 //     stored before func (ld t1, -16(t0); ld t1, direct_call(t1); jr t1), and an image
 //     beyond auipc's ±2 GiB is reached the same way; then the original's body, which

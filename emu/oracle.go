@@ -146,21 +146,11 @@ func jmpEntry(req *jit.Request, f jit.Flags) bool {
 		f&jit.FlagCallOrig != 0 && f&jit.FlagSkipFrame == 0
 }
 
-// capRISCVCallOps is riscv64's DYNAMIC_FTRACE_WITH_CALL_OPS (upstream c217157bcd1d,
-// "riscv: Implement HAVE_DYNAMIC_FTRACE_WITH_CALL_OPS"): a kernel function's patch site
-// calls ftrace_caller, which jumps to the trampoline through the ftrace_ops pointer stored
-// before the function. Until btfmodel's profiles state it, every riscv64 site calls the
-// trampoline directly, as 6.12's does; the trampoline sees the same registers either way.
-const capRISCVCallOps = btfmodel.Capability("riscv64-ftrace-call-ops")
-
 // callOpsEntry says whether the patch site reaches the trampoline through ftrace_caller
-// and the ops pointer (kernel functions only: a BPF program's site calls it directly).
+// and the ftrace_ops pointer before the function (btfmodel.CapRiscvCallOps; kernel
+// functions only: a BPF program's site calls it directly).
 func callOpsEntry(req *jit.Request) bool {
-	if req.Arch != btfmodel.RISCV64 || req.Target == "bpf" {
-		return false
-	}
-	p := btfmodel.ProfileFor(req.Kernel)
-	return p != nil && p.Stated(capRISCVCallOps) && p.Has(capRISCVCallOps)
+	return req.Arch == btfmodel.RISCV64 && req.Target != "bpf" && req.Kernel.Has(btfmodel.CapRiscvCallOps)
 }
 
 // helperNames is the enter/exit pair a program runs under (bpf_trampoline_enter): the

@@ -1,9 +1,12 @@
 package emu
 
 import (
+	"encoding/binary"
 	"testing"
 
+	"github.com/trampjit/trampjit/btfmodel"
 	uc "github.com/trampjit/trampjit/emu/unicorn"
+	"github.com/trampjit/trampjit/jit"
 )
 
 // TestRV64SiteEntry calls the traced function's patch site and stops at the image's first
@@ -68,5 +71,50 @@ func TestRV64SiteEntry(t *testing.T) {
 				t.Errorf("image entered with t0 %#x, ra %#x; want %#x, %#x", t0, ra, uint64(fn+8), uint64(caller+36))
 			}
 		})
+	}
+}
+
+// TestRV64CallOpsLayout: a 7.2 kernel function gets the ftrace_ops pointer before it and a
+// site that calls the ftrace_caller stand-in; 6.12's and a BPF program's call the image.
+func TestRV64CallOpsLayout(t *testing.T) {
+	h, err := NewHarness(btfmodel.RISCV64)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer h.Close()
+	for _, c := range []struct {
+		kernel btfmodel.Kernel
+		target string
+		ops    bool
+	}{{btfmodel.Kernel72, "", true}, {btfmodel.Kernel612, "", false}, {btfmodel.Kernel72, "bpf", false}} {
+		req := &jit.Request{Arch: btfmodel.RISCV64, Kernel: c.kernel, Proto: "int f(int a)", Target: c.target,
+			Progs: []jit.Prog{{Kind: jit.Fentry}}}
+		m, err := req.Model()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := Addrs(req)
+		_, pr, err := h.prepare(req, m, a, make([]byte, 64), Options{Trace: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ops, site *piece
+		for i := range pr.pieces {
+			switch pr.pieces[i].name {
+			case "ftrace_ops pointer":
+				ops = &pr.pieces[i]
+			case "traced function":
+				site = &pr.pieces[i]
+			}
+		}
+		if (ops != nil) != c.ops || ops != nil && ops.addr != uint64(a.Func)-8 {
+			t.Errorf("%s %q: ops pointer %+v", c.kernel, c.target, ops)
+		}
+		// jalr t0's target: image, or the out-of-line veneer.
+		hi := int64(int32(binary.LittleEndian.Uint32(site.code) & 0xfffff000))
+		lo := int64(int32(binary.LittleEndian.Uint32(site.code[4:])) >> 20)
+		if to := uint64(int64(site.addr) + hi + lo); (to == uint64(a.Image)) == c.ops {
+			t.Errorf("%s %q: the site calls %#x (image %#x)", c.kernel, c.target, to, uint64(a.Image))
+		}
 	}
 }
