@@ -35,7 +35,7 @@ var (
 const truthDir = "../testdata/verifier"
 
 // truthProfiles are the kernels the expected results come from.
-var truthProfiles = []string{"6.1-amd64", "6.12-amd64", "6.12-arm64", "7.2-amd64", "7.2-arm64"}
+var truthProfiles = []string{"6.1-amd64", "6.12-amd64", "6.12-arm64", "6.12-riscv64", "7.2-amd64", "7.2-arm64", "7.2-riscv64"}
 
 // expectedFile is one profile's kernel results.
 type expectedFile struct {

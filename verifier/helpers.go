@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"unicode"
 
@@ -445,9 +446,14 @@ func (c *checker) varOffMsg(r *reg, off int) (tnum, int) {
 }
 
 // varOffStr prints a pointer's var_off in an alignment message: 6.12 prints a constant
-// one as a number.
+// one as a number (tnum_strn, kernel/bpf/log.c), in hex above U16_MAX (is_unum_decimal:
+// 7.2-riscv64 "misaligned context access off 0x7ffffff+0 size 8"); the captured negative
+// stack offsets print in decimal ("misaligned stack access off -12+0 size 8").
 func (c *checker) varOffStr(t tnum) string {
 	if c.has(btfmodel.CapLogConstVarOff) && t.isConst() {
+		if v := int64(t.v); v > math.MaxUint16 {
+			return fmt.Sprintf("%#x", t.v)
+		}
 		return fmt.Sprint(int64(t.v))
 	}
 	return t.String()

@@ -399,6 +399,10 @@ func (c *checker) kfuncFinish(d *kfuncDesc, m *kfuncMeta) error {
 			return reject("EINVAL")
 		}
 	}
+	if d.name == "bpf_throw" && !btfmodel.VerifierFor(c.env.Arch, c.env.Kernel).Exceptions {
+		c.logf("JIT does not support calling kfunc %s#%d", d.name, d.btfID)
+		return reject("ENOTSUPP")
+	}
 	c.kfuncClobber()
 	return c.kfuncRet(d, m)
 }

@@ -99,15 +99,8 @@ func (c *checker) atomic(in *insn) error {
 	}
 	// Atomics check alignment strictly on every pointer, before anything else
 	// (check_mem_access with strict_alignment_once).
-	if base.typ != ptrToStack {
-		if t := base.v.t.add(tconst(uint64(int64(base.off) + int64(in.off)))); !t.aligned(uint64(in.size())) {
-			desc := ""
-			if base.typ == ptrToMapValue {
-				desc = "value "
-			}
-			c.misaligned(desc, &base, int(in.off), in.size())
-			return reject("EACCES")
-		}
+	if err := c.ptrAlignment(&base, int(in.off), in.size(), true); err != nil {
+		return err
 	}
 	load := -1
 	if in.imm&0x01 != 0 {
@@ -147,15 +140,41 @@ func (c *checker) saveAuxPtrType(r *reg, allowTrust bool) error {
 	return reject("EINVAL")
 }
 
+// ptrAlignment is check_ptr_alignment, which check_mem_access asks first, whatever the
+// register holds (a scalar too): stack accesses are always checked, others when the arch
+// makes the verifier strict (btfmodel.ArchVerifier.StrictAlignment) or the caller asks
+// (strict_alignment_once: atomics). Byte accesses always pass.
+func (c *checker) ptrAlignment(r *reg, off, size int, once bool) error {
+	strict := once || btfmodel.VerifierFor(c.env.Arch, c.env.Kernel).StrictAlignment
+	desc := ""
+	if r.flags&^flagLockVal == 0 { // the switch is on reg->type, modifiers included
+		switch r.typ {
+		case ptrToMapKey:
+			desc = "key "
+		case ptrToMapValue:
+			desc = "value "
+		case ptrToCtx:
+			desc = "context "
+		case ptrToStack:
+			desc, strict = "stack ", true // stack spill tracking relies on it
+		}
+	}
+	if !strict || size == 1 {
+		return nil
+	}
+	if t := r.v.t.add(tconst(uint64(int64(r.off) + int64(off)))); !t.aligned(uint64(size)) {
+		c.misaligned(desc, r, off, size)
+		return reject("EACCES")
+	}
+	return nil
+}
+
 // memAccess is check_mem_access. value is the loaded/stored register (-1: none, stImm set
 // for BPF_ST).
 func (c *checker) memAccess(regno uint8, off, size int, write bool, value int, stImm *int64, ldsx bool) error {
 	r := c.st.regs[regno]
-	if r.typ == ptrToStack && size > 1 {
-		if t := r.v.t.add(tconst(uint64(int64(int(r.off) + off)))); !t.aligned(uint64(size)) {
-			c.misaligned("stack ", &r, off, size)
-			return reject("EACCES")
-		}
+	if err := c.ptrAlignment(&r, off, size, false); err != nil {
+		return err
 	}
 	off += int(r.off)
 	var err error

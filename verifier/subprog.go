@@ -255,8 +255,10 @@ func (c *checker) checkMaxStackDepth() error {
 	if c.has(btfmodel.CapVerifierStackRound16) {
 		round = func(d int) int { return (d + 15) / 16 * 16 } // round_up_stack_depth, JIT requested
 	}
-	// bpf_enable_priv_stack: tracing programs only; bpf_prog_check_recur is false for LSM.
-	priv := c.has(btfmodel.CapVerifierPrivStack) && c.prog.AttachType != btfmodel.LSM
+	// bpf_enable_priv_stack: tracing programs only; bpf_prog_check_recur is false for LSM;
+	// and only where the JIT builds private stacks (bpf_jit_supports_private_stack).
+	priv := c.has(btfmodel.CapVerifierPrivStack) && btfmodel.VerifierFor(c.env.Arch, c.env.Kernel).PrivateStack &&
+		c.prog.AttachType != btfmodel.LSM
 	var walk func(k, depth, frames int) error
 	walk = func(k, depth, frames int) error {
 		if d := round(c.subprogs[k].depth); !priv || d < privStackMinSize {
