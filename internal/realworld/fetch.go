@@ -120,7 +120,7 @@ func Fetch(ctx context.Context, cache, arch string, pkgs []string, maxAge time.D
 	if err != nil {
 		return nil, nil, err
 	}
-	a.Suites, a.Arches, a.Log = Suites, []string{"amd64", "arm64"}, io.Discard
+	a.Suites, a.Arches, a.Log = Suites, vm.FetchArches, io.Discard
 	if err := os.WriteFile(filepath.Join(a.Dir, "sources.list"), []byte(a.SourcesList()), 0o644); err != nil {
 		return nil, nil, err
 	}
@@ -132,7 +132,9 @@ func Fetch(ctx context.Context, cache, arch string, pkgs []string, maxAge time.D
 	if data, err := os.ReadFile(resolvedPath); err == nil {
 		json.Unmarshal(data, &resolved)
 	}
-	if !a.Fresh(maxAge) {
+	// Indexes fetched before arch was listed (riscv64) have no Packages file for it.
+	archLists, _ := filepath.Glob(filepath.Join(a.Dir, "state", "lists", "*_binary-"+arch+"_Packages*"))
+	if !a.Fresh(maxAge) || len(archLists) == 0 {
 		fmt.Fprintf(progress, "realworld: apt-get update (%s, private sources under %s)\n", strings.Join(Suites, ", "), a.Dir)
 		resolved = map[string]resolution{} // the indexes may name newer versions now
 		if err := a.Update(ctx); err != nil {
