@@ -9,7 +9,8 @@ var Profiles = []Profile{
 		Kernel:     Kernel61,
 		Version:    Version{6, 1, 176},
 		TrampLinks: map[Arch]int{AMD64: 38, ARM64: 38, RISCV64: 38},
-		Debian:     DebianPackage{Suite: "bookworm", Package: `^linux-image-6\.1\.0-[0-9]+-cloud-(amd64|arm64)$`},
+		Debian: DebianPackage{Suite: "bookworm", Package: `^linux-image-6\.1\.0-[0-9]+-cloud-(amd64|arm64)$`,
+			Arches: []Arch{AMD64, ARM64}},
 		caps: map[Capability]bool{
 			CapSignedArgFlag:     false,
 			CapBTFIDDenyRCULock:  false,
@@ -127,7 +128,8 @@ var Profiles = []Profile{
 		Kernel:     Kernel612,
 		Version:    Version{6, 12, 117},
 		TrampLinks: map[Arch]int{AMD64: 38, ARM64: 38, RISCV64: 38}, // riscv64: the enum in 6.12.117's BTF
-		Debian:     DebianPackage{Suite: "trixie", Package: `^linux-image-6\.12\.[0-9]+\+deb[0-9]+-(?:cloud-(amd64|arm64)|(riscv64))$`},
+		Debian: DebianPackage{Suite: "trixie", Package: `^linux-image-6\.12\.[0-9]+\+deb[0-9]+-(?:cloud-(amd64|arm64)|(riscv64))$`,
+			Arches: []Arch{AMD64, ARM64, RISCV64}},
 		caps: map[Capability]bool{
 			CapSignedArgFlag:     true,
 			CapBTFIDDenyRCULock:  true,
@@ -246,7 +248,8 @@ var Profiles = []Profile{
 		Version:    Version{7, 2, 13},
 		TrampLinks: map[Arch]int{AMD64: 36, ARM64: 37, RISCV64: 38}, // riscv64: the enum in 7.2.13's BTF
 		// Debian 14 ships the kernel in linux-binary-<release> (linux-image-* is a metapackage).
-		Debian: DebianPackage{Suite: "sid", Package: `^linux-binary-7\.2\.[0-9]+\+deb[0-9]+-(?:cloud-(amd64|arm64)|(riscv64))$`, Modules: true},
+		Debian: DebianPackage{Suite: "sid", Package: `^linux-binary-7\.2\.[0-9]+\+deb[0-9]+-(?:cloud-(amd64|arm64)|(riscv64))$`, Modules: true,
+			Arches: []Arch{AMD64, ARM64, RISCV64}},
 		caps: map[Capability]bool{
 			CapSignedArgFlag:     true,
 			CapBTFIDDenyRCULock:  true,

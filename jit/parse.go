@@ -85,7 +85,7 @@ func jsonErr(data []byte, err error) error {
 func (r *Request) Validate() error {
 	a, err := btfmodel.ParseArch(string(r.Arch))
 	if err != nil || r.Arch == "" {
-		return fmt.Errorf("request: arch %q: want amd64 or arm64", r.Arch)
+		return fmt.Errorf("request: arch %q: want amd64, arm64 or riscv64", r.Arch)
 	}
 	r.Arch = a // x86_64 and aarch64 are accepted as aliases; backends know one name each
 	if _, err := btfmodel.ParseKernel(string(r.Kernel)); err != nil {

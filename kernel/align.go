@@ -148,6 +148,10 @@ func sameKey(arch btfmodel.Arch, code []byte, i, n int) string {
 		if rd, ok := movWide(w); ok && inMovRun(code, i) {
 			return fmt.Sprintf("movwide x%d", rd)
 		}
+	case "riscv64":
+		if k, ok := rvKey(code, i, n); ok {
+			return k
+		}
 	}
 	return hex.EncodeToString(b)
 }

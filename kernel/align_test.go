@@ -171,7 +171,7 @@ func TestLCS(t *testing.T) {
 // request with every address moved by 0x1000 (the same code at other addresses).
 func TestSameKeyMatchesSameModuloAddresses(t *testing.T) {
 	loads := 0
-	for _, name := range []string{"6.12-amd64", "7.2-amd64", "6.12-arm64", "7.2-arm64"} {
+	for _, name := range []string{"6.12-amd64", "7.2-amd64", "6.12-arm64", "7.2-arm64", "6.12-riscv64", "7.2-riscv64"} {
 		n := 0
 		for _, c := range readCommitted(t, name) {
 			if c.Image == "" || c.Request.Addrs == nil {
@@ -209,6 +209,12 @@ func TestSameKeyMatchesSameModuloAddresses(t *testing.T) {
 			}
 			serr := SameModuloAddresses(string(arch), img.Code, x)
 			switch {
+			case serr == nil && !keys && arch == "riscv64":
+				// riscv64: an address load of another length or other forms (emit_imm skips
+				// what is zero, c.addiw fits a small part), which SameModuloAddresses compares
+				// as one unit, branches by the unit they reach; the alignment's per-instruction
+				// keys see an instruction more or less, and branch offsets moved.
+				loads++
 			case serr == nil && !keys:
 				t.Errorf("%s %s: SameModuloAddresses accepts, the keys differ", name, c.ID)
 			case serr != nil && keys && (arch != "arm64" || len(x) == len(img.Code)):

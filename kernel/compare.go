@@ -10,14 +10,17 @@ import (
 // SameModuloAddresses reports (as an error naming the first difference) whether two images
 // of one trampoline differ only in embedded addresses: x86 call/jmp rel32 and movabs
 // immediates; arm64 bl offsets and the immediates of mov-wide sequences (movz/movn/movk
-// into the same register). On arm64 6.12 a different address can change the length of a
-// mov sequence; that is reported as a difference.
+// into the same register); riscv64 auipc+jalr/jal targets and emit_imm runs (see
+// compare_rv64.go). On arm64 6.12 a different address can change the length of a mov
+// sequence; that is reported as a difference.
 func SameModuloAddresses(arch string, got, want []byte) error {
 	switch arch {
 	case "amd64":
 		return sameX86(got, want)
 	case "arm64":
 		return sameARM64(got, want)
+	case "riscv64":
+		return sameRISCV64(got, want)
 	}
 	return fmt.Errorf("unknown architecture %q", arch)
 }

@@ -33,7 +33,7 @@ func (r *requestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.fn, "func", "", "traced function in --btf")
 	fs.StringVar(&r.proto, "proto", "", "C prototype of the traced function instead of --btf/--func (no kernel function, so the kernel's per-function attach policy — fmod_ret and sleepable sets, deny lists — does not apply)")
 	fs.StringVar(&r.kernel, "kernel", string(btfmodel.DefaultKernel), "kernel profile: "+btfmodel.KernelNames())
-	fs.StringVar(&r.arch, "arch", "amd64", "architecture: amd64 or arm64")
+	fs.StringVar(&r.arch, "arch", "amd64", "architecture: amd64, arm64 or riscv64")
 	fs.IntVar(&r.fentry, "fentry", 0, "number of fentry programs")
 	fs.IntVar(&r.fexit, "fexit", 0, "number of fexit programs")
 	fs.IntVar(&r.modret, "fmod-ret", 0, "number of fmod_ret programs")

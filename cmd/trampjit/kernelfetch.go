@@ -18,7 +18,7 @@ func runKernelFetch(args []string, stdout, stderr io.Writer) error {
 	var debian, suite string
 	var out output
 	p.register(fs.StringVar)
-	fs.BoolVar(&all, "all", false, "fetch "+strings.Join(kernelStrings(), " and ")+" for amd64 and arm64")
+	fs.BoolVar(&all, "all", false, "fetch "+strings.Join(kernelStrings(), " and ")+" on every architecture Debian ships each for (amd64, arm64; riscv64 from 6.12)")
 	fs.StringVar(&debian, "debian", "", "fetch the newest build of this Debian package or glob (e.g. 'linux-image-7.3.*-cloud-amd64'), whatever its version; no profile need exist for it")
 	fs.StringVar(&suite, "suite", "", "with --debian: the Debian suite to search (default: the machine's own release's backports)")
 	out.register(fs, "text or json")
@@ -42,7 +42,9 @@ func runKernelFetch(args []string, stdout, stderr io.Writer) error {
 		targets = nil
 		for _, k := range btfmodel.Kernels {
 			for _, a := range btfmodel.Arches {
-				targets = append(targets, [2]string{string(k), string(a)})
+				if btfmodel.ProfileFor(k).Debian.Ships(a) { // bookworm (6.1) has no riscv64 port
+					targets = append(targets, [2]string{string(k), string(a)})
+				}
 			}
 		}
 	} else if err := p.check(); err != nil {

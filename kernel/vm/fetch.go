@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/trampjit/trampjit/btfmodel"
 )
 
 // KernelImage is a fetched Debian kernel: the vmlinuz and where it came from.
@@ -88,6 +90,9 @@ func FetchPinned(ctx context.Context, kernel, arch string, pin Pin, progress io.
 	}
 	if !slices.Contains(FetchArches, arch) {
 		return nil, fmt.Errorf("no Debian kernel for architecture %q (want %s)", arch, strings.Join(FetchArches, ", "))
+	}
+	if p := btfmodel.ProfileFor(btfmodel.Kernel(kernel)); p != nil && !p.Debian.Ships(btfmodel.Arch(arch)) {
+		return nil, fmt.Errorf("Debian's %s (%s) ships no %s kernel: profile %s is modelled on %s from the kernel sources only", kernel, spec.suite, arch, kernel, arch)
 	}
 	if progress == nil {
 		progress = io.Discard
