@@ -26,7 +26,7 @@ import (
 // engines, not the oracle).
 // The verifier's program generator (gen.go, gen_extra.go) makes inputs for the
 // differential run; it is not the model, and no property fixes its output.
-var defaults = []string{"btfmodel", "amd64", "arm64", "verifier:-gen.go,-gen_extra.go", "emu:oracle.go,check.go"}
+var defaults = []string{"btfmodel", "amd64", "arm64", "riscv64", "verifier:-gen.go,-gen_extra.go", "emu:oracle.go,check.go"}
 
 // extraArgs select tests: -short keeps the verifier's long random runs short (no test in
 // these packages boots a guest unless given -update or -fuzzcount).
