@@ -5,6 +5,9 @@
 // return codes. The rules follow kernel/bpf/verifier.c (bpf_check_attach_target,
 // check_mem_access, check_helper_call, check_return_code) and kernel/bpf/btf.c
 // (btf_ctx_access, btf_struct_walk) of each profile; what is not modelled is in KNOWN_GAPS.md.
+// Env.Arch (amd64, arm64, riscv64) decides what the verifier asks of the architecture,
+// stated in btfmodel.VerifierFor: riscv64's strict alignment (no
+// HAVE_EFFICIENT_UNALIGNED_ACCESS), which JITs build private stacks and exceptions.
 //
 // Check(prog, env) returns the verdict, the kernel's last error line, a kernel-style log
 // (instruction lines as print_bpf_insn prints them, state dumps as print_verifier_state,
