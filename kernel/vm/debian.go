@@ -236,7 +236,7 @@ func fetchDebian(ctx context.Context, a *Apt, cache, suite, pattern, arch string
 	}
 	t0 := time.Now()
 	note := ""
-	if !a.Fresh(DebianIndexMaxAge) || !hasPackages(a, suite) {
+	if !a.Fresh(DebianIndexMaxAge) || !hasPackages(a, suite, arch) {
 		fmt.Fprintf(progress, "debian %s: apt-get update (private sources under %s)\n", suite, a.Dir)
 		if err := updateDebian(ctx, a, suite); err != nil {
 			if ctx.Err() != nil || errors.Is(err, errNoSuite) {
@@ -373,16 +373,13 @@ func updateDebian(ctx context.Context, a *Apt, suite string) error {
 	return fmt.Errorf("apt-get update could not reach the archive (%s)", first)
 }
 
-// hasPackages reports whether the private lists hold the suite's package index for every
-// architecture of the sources.list (one added since the last update has none yet).
-func hasPackages(a *Apt, suite string) bool {
-	for _, arch := range a.Arches {
-		m, _ := filepath.Glob(filepath.Join(a.Dir, "state", "lists", "*_dists_"+suite+"_main_binary-"+arch+"_Packages*"))
-		if len(m) == 0 {
-			return false
-		}
-	}
-	return true
+// hasPackages reports whether the private lists hold the suite's package index for arch (an
+// architecture added since the last update has none yet). Only arch is asked for: a suite
+// need not have every architecture of the sources.list (bookworm has no riscv64 port), and
+// an update would not bring what the archive does not have.
+func hasPackages(a *Apt, suite, arch string) bool {
+	m, _ := filepath.Glob(filepath.Join(a.Dir, "state", "lists", "*_dists_"+suite+"_main_binary-"+arch+"_Packages*"))
+	return len(m) > 0
 }
 
 // indexOf is the suite's InRelease in the private lists ("" when there is none).
