@@ -58,7 +58,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	var out output
 	fs.StringVar(&btfPath, "btf", "", "kernel BTF for attach targets and CO-RE (default /sys/kernel/btf/vmlinux)")
 	fs.StringVar(&kernel, "kernel", string(btfmodel.DefaultKernel), "kernel profile: "+btfmodel.KernelNames())
-	fs.StringVar(&arch, "arch", "amd64", "architecture: amd64 or arm64")
+	fs.StringVar(&arch, "arch", "amd64", "architecture: amd64, arm64 or riscv64")
 	fs.BoolVar(&showLog, "log", false, "print the whole verifier log of every program")
 	fs.BoolVar(&against, "against-kernel", false, "also load the programs through the real kernel of the profile (qemu guest) and compare")
 	out.register(fs, "text or json")
