@@ -38,12 +38,13 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"model":  {"show a function's trampoline model and whether fentry/fexit/fmod_ret/lsm can attach", runModel},
-	"gen":    {"generate a trampoline image (listing, json, hex, bin)", runGen},
-	"run":    {"run a trampoline under Unicorn and check what it does", runRun},
-	"verify": {"check BPF programs with the verifier model", runVerify},
-	"kernel": {"capture trampolines, runs and verdicts from real kernels under qemu", runKernel},
-	"diff":   {"compare a kernel corpus with the model, or two kernels' corpora", runDiff},
+	"model":   {"show a function's trampoline model and whether fentry/fexit/fmod_ret/lsm can attach", runModel},
+	"gen":     {"generate a trampoline image (listing, json, hex, bin)", runGen},
+	"run":     {"run a trampoline under Unicorn and check what it does", runRun},
+	"verify":  {"check BPF programs with the verifier model", runVerify},
+	"kernel":  {"capture trampolines, runs and verdicts from real kernels under qemu", runKernel},
+	"diff":    {"compare a kernel corpus with the model, or two kernels' corpora", runDiff},
+	"compare": {"one request across architectures and profiles, side by side", runCompare},
 }
 
 func usage(w io.Writer) {

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/jit"
+	"github.com/trampjit/trampjit/kernel"
+)
+
+const compareUsage = `usage: trampjit compare (--btf FILE --func NAME | --proto '...' | --request FILE) --fentry N ...
+                        [--arch amd64,arm64,riscv64] [--kernel P,Q] [--corpus DIR --case ID]
+                        [--format text|json]
+
+Generates one request for every listed architecture and profile (default: the three
+architectures at the request's profile) and sets the listings side by side, section by
+section, with each section's instruction and byte counts. Where two columns are one
+architecture (two profiles, or the model and a corpus case's kernel image), the instructions
+that differ (modulo embedded addresses, aligned as 'trampjit diff DIR_A DIR_B' aligns them)
+are marked '*'. A request an architecture refuses gets the kernel's refusal instead.
+
+`
+
+// compareInsn is one instruction of a column; Differs marks it as differing from the
+// column it is compared with.
+type compareInsn struct {
+	kernel.Insn
+	Differs bool `json:"differs,omitempty"`
+}
+
+// compareSection counts one section of a column.
+type compareSection struct {
+	Name  string `json:"name"`
+	Insns int    `json:"instructions"`
+	Bytes int    `json:"bytes"`
+}
+
+// compareColumn is one generated (or captured) image of the request.
+type compareColumn struct {
+	Title  string `json:"title"` // "arm64 6.12", "arm64 6.12 kernel"
+	Arch   string `json:"arch"`
+	Kernel string `json:"kernel"`
+	Source string `json:"source"` // "model", or "corpus DIR case ID"
+	// Refusal: the kernel's errno and words for a request this architecture refuses.
+	Refusal  string           `json:"refusal,omitempty"`
+	Size     int              `json:"size"`
+	Against  *int             `json:"compared_with,omitempty"` // index of the column marked against
+	Note     string           `json:"note,omitempty"`
+	Sections []compareSection `json:"sections"`
+	Insns    []compareInsn    `json:"instructions"`
+}
+
+// compareJSON is `trampjit compare --format json`.
+type compareJSON struct {
+	Function string          `json:"function,omitempty"`
+	Columns  []compareColumn `json:"columns"`
+	Sections []string        `json:"sections"` // every column's sections, in emission order
+}
+
+func runCompare(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("compare", stderr)
+	var rf requestFlags
+	var out output
+	var corpusDir, caseID string
+	rf.register(fs)
+	fs.Lookup("arch").Usage = "architectures, comma-separated (default amd64,arm64,riscv64)"
+	fs.Lookup("kernel").Usage = "kernel profiles, comma-separated: " + btfmodel.KernelNames() + " (default: the request's)"
+	fs.StringVar(&corpusDir, "corpus", "", "kernel corpus directory (testdata/kernel/<kernel>-<arch>) with --case: add its captured image")
+	fs.StringVar(&caseID, "case", "", "the corpus case to set beside the model")
+	out.register(fs, "text or json")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, compareUsage)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := out.check("text", "json"); err != nil {
+		return err
+	}
+	if (corpusDir == "") != (caseID == "") {
+		return usageErr("--corpus DIR and --case ID go together")
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	arches, err := parseList(rf.arch, set["arch"], btfmodel.ParseArch, "--arch")
+	if err != nil {
+		return err
+	}
+	if !set["arch"] {
+		arches = []btfmodel.Arch{btfmodel.AMD64, btfmodel.ARM64, btfmodel.RISCV64}
+	}
+	kernels, err := parseList(rf.kernel, set["kernel"], btfmodel.ParseKernel, "--kernel")
+	if err != nil {
+		return err
+	}
+	req, err := compareRequest(&rf, fs, arches[0], kernels)
+	if err != nil {
+		return err
+	}
+	if !set["kernel"] {
+		kernels = []btfmodel.Kernel{req.Kernel}
+	}
+	var reqs []*jit.Request
+	for _, a := range arches {
+		for _, k := range kernels {
+			r := *req
+			r.Arch, r.Kernel = a, k
+			reqs = append(reqs, &r)
+		}
+	}
+	cols, fn, err := modelColumns(reqs)
+	if err != nil {
+		return err
+	}
+	if corpusDir != "" {
+		col, err := corpusColumn(corpusDir, caseID)
+		if err != nil {
+			return err
+		}
+		cols = append(cols, *col)
+	}
+	res := compareJSON{Function: fn, Columns: cols, Sections: markColumns(cols)}
+	if out.format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return writeCompare(stdout, &res, palette(out.colorful(stdout)))
+}
+
+// parseList parses a comma-separated flag value; given says the flag was set.
+func parseList[T any](v string, given bool, parse func(string) (T, error), name string) ([]T, error) {
+	var out []T
+	for _, s := range strings.Split(v, ",") {
+		x, err := parse(strings.TrimSpace(s))
+		if err != nil {
+			return nil, usageErr("%s: %v", name, err)
+		}
+		out = append(out, x)
+	}
+	if given && len(out) == 0 {
+		return nil, usageErr("%s: empty list", name)
+	}
+	return out, nil
+}
+
+// compareRequest builds the request as gen does; --arch and --kernel take lists here, so
+// they do not conflict with --request (its own arch and profile are replaced by them).
+func compareRequest(rf *requestFlags, fs *flag.FlagSet, arch btfmodel.Arch, kernels []btfmodel.Kernel) (*jit.Request, error) {
+	if rf.request == "" {
+		rf.arch, rf.kernel = string(arch), string(kernels[0])
+		return rf.build(fs)
+	}
+	var conflict []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "request", "format", "color", "arch", "kernel", "corpus", "case":
+		default:
+			conflict = append(conflict, "--"+f.Name)
+		}
+	})
+	if len(conflict) > 0 {
+		return nil, usageErr("--request already says everything but --arch and --kernel; drop %s", strings.Join(conflict, ", "))
+	}
+	return jit.ReadRequest(rf.request)
+}
+
+// modelColumns generates every request. A refusal with the kernel's errno is the column's;
+// any other failure (no such function, a bad BTF file) is the command's.
+func modelColumns(reqs []*jit.Request) ([]compareColumn, string, error) {
+	var cols []compareColumn
+	fn := ""
+	for _, r := range reqs {
+		col := compareColumn{Title: fmt.Sprintf("%s %s", r.Arch, r.Kernel), Arch: string(r.Arch), Kernel: string(r.Kernel), Source: "model"}
+		tr, img, err := jit.Generate(r)
+		var errno jit.Errno
+		switch {
+		case errors.As(err, &errno):
+			col.Refusal = err.Error()
+		case err != nil:
+			return nil, "", fmt.Errorf("%s %s: %w", r.Arch, r.Kernel, err)
+		default:
+			if fn == "" {
+				fn = tr.Model.Prototype()
+			}
+			insns, err := kernel.ImageInsns(r.Arch, img, tr.Symbols())
+			if err != nil {
+				return nil, "", fmt.Errorf("%s %s: %w", r.Arch, r.Kernel, err)
+			}
+			col.setInsns(insns, len(img.Code))
+		}
+		cols = append(cols, col)
+	}
+	return cols, fn, nil
+}
+
+// corpusColumn is a corpus case's kernel image, its sections named by the model's image of
+// the same request (kernel.LabelSections).
+func corpusColumn(dir, id string) (*compareColumn, error) {
+	cases, err := kernel.ReadCorpus(dir)
+	if err != nil {
+		return nil, err
+	}
+	var c *kernel.CorpusCase
+	for i := range cases {
+		if cases[i].ID == id {
+			c = &cases[i]
+		}
+	}
+	if c == nil {
+		return nil, usageErr("--case %s: no such case in %s", id, dir)
+	}
+	col := &compareColumn{Title: fmt.Sprintf("%s %s kernel", c.Request.Arch, c.Request.Kernel), Arch: string(c.Request.Arch),
+		Kernel: string(c.Request.Kernel), Source: fmt.Sprintf("corpus %s case %s", dir, id)}
+	if !c.Captured() {
+		return nil, fmt.Errorf("case %s of %s: the guest failed on it (stage guest): nothing captured", id, dir)
+	}
+	if col.Refusal = c.Refusal(); col.Refusal != "" {
+		return col, nil
+	}
+	l, err := kernel.LabelSections(c, "")
+	if err != nil {
+		return nil, err
+	}
+	col.Note = l.Note
+	col.setInsns(l.Insns, len(c.Image)/2)
+	return col, nil
+}
+
+func (c *compareColumn) setInsns(insns []kernel.Insn, size int) {
+	c.Size = size
+	for _, in := range insns {
+		c.Insns = append(c.Insns, compareInsn{Insn: in})
+		n := len(c.Sections)
+		if n == 0 || c.Sections[n-1].Name != in.Section {
+			c.Sections = append(c.Sections, compareSection{Name: in.Section})
+			n++
+		}
+		c.Sections[n-1].Insns++
+		c.Sections[n-1].Bytes += len(in.Bytes) / 2
+	}
+}
+
+// markColumns compares each column with the first earlier one of its architecture that has
+// an image, marking the instructions of both that the alignment pairs with nothing equal.
+// It returns the sections of all columns in emission order.
+func markColumns(cols []compareColumn) []string {
+	for j := range cols {
+		if cols[j].Refusal != "" {
+			continue
+		}
+		for i := 0; i < j; i++ {
+			if cols[i].Arch != cols[j].Arch || cols[i].Refusal != "" {
+				continue
+			}
+			ii := i
+			cols[j].Against = &ii
+			for _, s := range kernel.AlignSections(plain(cols[i].Insns), plain(cols[j].Insns)) {
+				for _, r := range s.Rows {
+					if !r.Differs {
+						continue
+					}
+					if r.A != nil {
+						markAt(cols[i].Insns, r.A.Offset)
+					}
+					if r.B != nil {
+						markAt(cols[j].Insns, r.B.Offset)
+					}
+				}
+			}
+			break
+		}
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, c := range cols {
+		at := 0 // insert a column's new sections after the last known one before them
+		for _, s := range c.Sections {
+			if k := indexOf(names, s.Name); k >= 0 {
+				at = k + 1
+				continue
+			}
+			if !seen[s.Name] {
+				seen[s.Name] = true
+				names = append(names[:at], append([]string{s.Name}, names[at:]...)...)
+				at++
+			}
+		}
+	}
+	return names
+}
+
+func indexOf(names []string, n string) int {
+	for i, s := range names {
+		if s == n {
+			return i
+		}
+	}
+	return -1
+}
+
+func plain(in []compareInsn) []kernel.Insn {
+	out := make([]kernel.Insn, len(in))
+	for i := range in {
+		out[i] = in[i].Insn
+	}
+	return out
+}
+
+func markAt(insns []compareInsn, off int) {
+	for i := range insns {
+		if insns[i].Offset == off {
+			insns[i].Differs = true
+		}
+	}
+}
