@@ -53,6 +53,8 @@ type compareColumn struct {
 	Note     string           `json:"note,omitempty"`
 	Sections []compareSection `json:"sections"`
 	Insns    []compareInsn    `json:"instructions"`
+	// aligned is, per section, the alignment with the Against column (A is that column).
+	aligned map[string][]kernel.Row
 }
 
 // compareJSON is `trampjit compare --format json`.
@@ -106,11 +108,23 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	if !set["kernel"] {
 		kernels = []btfmodel.Kernel{req.Kernel}
 	}
+	var kcol *compareColumn
+	var kaddrs *jit.Addrs
+	if corpusDir != "" {
+		if kcol, kaddrs, err = corpusColumn(corpusDir, caseID); err != nil {
+			return err
+		}
+	}
 	var reqs []*jit.Request
 	for _, a := range arches {
 		for _, k := range kernels {
 			r := *req
 			r.Arch, r.Kernel = a, k
+			// The model of the captured architecture at the kernel's addresses: an address
+			// load of another value can be another length (riscv64 emit_imm, arm64 mov runs).
+			if kcol != nil && r.Addrs == nil && string(a) == kcol.Arch {
+				r.Addrs = kaddrs
+			}
 			reqs = append(reqs, &r)
 		}
 	}
@@ -118,12 +132,8 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if corpusDir != "" {
-		col, err := corpusColumn(corpusDir, caseID)
-		if err != nil {
-			return err
-		}
-		cols = append(cols, *col)
+	if kcol != nil {
+		cols = append(cols, *kcol)
 	}
 	res := compareJSON{Function: fn, Columns: cols, Sections: markColumns(cols)}
 	if out.format == "json" {
@@ -202,10 +212,10 @@ func modelColumns(reqs []*jit.Request) ([]compareColumn, string, error) {
 
 // corpusColumn is a corpus case's kernel image, its sections named by the model's image of
 // the same request (kernel.LabelSections).
-func corpusColumn(dir, id string) (*compareColumn, error) {
+func corpusColumn(dir, id string) (*compareColumn, *jit.Addrs, error) {
 	cases, err := kernel.ReadCorpus(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var c *kernel.CorpusCase
 	for i := range cases {
@@ -214,23 +224,23 @@ func corpusColumn(dir, id string) (*compareColumn, error) {
 		}
 	}
 	if c == nil {
-		return nil, usageErr("--case %s: no such case in %s", id, dir)
+		return nil, nil, usageErr("--case %s: no such case in %s", id, dir)
 	}
 	col := &compareColumn{Title: fmt.Sprintf("%s %s kernel", c.Request.Arch, c.Request.Kernel), Arch: string(c.Request.Arch),
 		Kernel: string(c.Request.Kernel), Source: fmt.Sprintf("corpus %s case %s", dir, id)}
 	if !c.Captured() {
-		return nil, fmt.Errorf("case %s of %s: the guest failed on it (stage guest): nothing captured", id, dir)
+		return nil, nil, fmt.Errorf("case %s of %s: the guest failed on it (stage guest): nothing captured", id, dir)
 	}
 	if col.Refusal = c.Refusal(); col.Refusal != "" {
-		return col, nil
+		return col, c.Request.Addrs, nil
 	}
 	l, err := kernel.LabelSections(c, "")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	col.Note = l.Note
 	col.setInsns(l.Insns, len(c.Image)/2)
-	return col, nil
+	return col, c.Request.Addrs, nil
 }
 
 func (c *compareColumn) setInsns(insns []kernel.Insn, size int) {
@@ -247,34 +257,39 @@ func (c *compareColumn) setInsns(insns []kernel.Insn, size int) {
 	}
 }
 
-// markColumns compares each column with the first earlier one of its architecture that has
-// an image, marking the instructions of both that the alignment pairs with nothing equal.
-// It returns the sections of all columns in emission order.
+// markColumns compares each column with an earlier one of its architecture that has an
+// image (of its profile if there is one, else the first), marking the instructions of both
+// that the alignment pairs with nothing equal. It returns the sections of all columns in
+// emission order.
 func markColumns(cols []compareColumn) []string {
 	for j := range cols {
 		if cols[j].Refusal != "" {
 			continue
 		}
-		for i := 0; i < j; i++ {
-			if cols[i].Arch != cols[j].Arch || cols[i].Refusal != "" {
-				continue
+		ref := -1
+		for i := j - 1; i >= 0; i-- {
+			if cols[i].Arch == cols[j].Arch && cols[i].Refusal == "" && (ref < 0 || cols[i].Kernel == cols[j].Kernel || cols[ref].Kernel != cols[j].Kernel) {
+				ref = i
 			}
-			ii := i
-			cols[j].Against = &ii
-			for _, s := range kernel.AlignSections(plain(cols[i].Insns), plain(cols[j].Insns)) {
-				for _, r := range s.Rows {
-					if !r.Differs {
-						continue
-					}
-					if r.A != nil {
-						markAt(cols[i].Insns, r.A.Offset)
-					}
-					if r.B != nil {
-						markAt(cols[j].Insns, r.B.Offset)
-					}
+		}
+		if ref < 0 {
+			continue
+		}
+		cols[j].Against = &ref
+		cols[j].aligned = map[string][]kernel.Row{}
+		for _, s := range kernel.AlignSections(plain(cols[ref].Insns), plain(cols[j].Insns)) {
+			cols[j].aligned[s.Name] = s.Rows
+			for _, r := range s.Rows {
+				if !r.Differs {
+					continue
+				}
+				if r.A != nil {
+					markAt(cols[ref].Insns, r.A.Offset)
+				}
+				if r.B != nil {
+					markAt(cols[j].Insns, r.B.Offset)
 				}
 			}
-			break
 		}
 	}
 	var names []string
