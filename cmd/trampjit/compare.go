@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/jit"
@@ -70,7 +71,8 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	var out output
 	var corpusDir, caseID string
 	rf.register(fs)
-	fs.Lookup("arch").Usage = "architectures, comma-separated (default amd64,arm64,riscv64)"
+	fs.Lookup("arch").Usage = "architectures, comma-separated"
+	fs.Lookup("arch").DefValue = "amd64,arm64,riscv64"
 	fs.Lookup("kernel").Usage = "kernel profiles, comma-separated: " + btfmodel.KernelNames() + " (default: the request's)"
 	fs.StringVar(&corpusDir, "corpus", "", "kernel corpus directory (testdata/kernel/<kernel>-<arch>) with --case: add its captured image")
 	fs.StringVar(&caseID, "case", "", "the corpus case to set beside the model")
@@ -334,4 +336,196 @@ func markAt(insns []compareInsn, off int) {
 			insns[i].Differs = true
 		}
 	}
+}
+
+// writeCompare prints the columns side by side, section by section, then the summary table.
+func writeCompare(w io.Writer, res *compareJSON, p palette) error {
+	var b strings.Builder
+	if res.Function != "" {
+		fmt.Fprintf(&b, "%s\n", p.dim("# "+res.Function))
+	}
+	for i, c := range res.Columns {
+		line := fmt.Sprintf("[%d] %s: %s", i+1, c.Title, c.Source)
+		switch {
+		case c.Refusal != "":
+			line += ": " + p.red("refused: "+c.Refusal)
+		default:
+			line += fmt.Sprintf(", %d bytes", c.Size)
+		}
+		if c.Against != nil {
+			line += fmt.Sprintf("; '*' differs from [%d]", *c.Against+1)
+		}
+		if c.Note != "" {
+			line += " (" + c.Note + ")"
+		}
+		fmt.Fprintln(&b, line)
+	}
+	// Cells: every column's width is its widest instruction or section count.
+	cells := make([]map[string][]string, len(res.Columns))
+	width := make([]int, len(res.Columns))
+	for i, c := range res.Columns {
+		cells[i] = map[string][]string{}
+		width[i] = utf8.RuneCountInString(c.Title)
+		for _, in := range c.Insns {
+			mark := " "
+			if in.Differs {
+				mark = "*"
+			}
+			s := fmt.Sprintf("%s%4x  %s", mark, in.Offset, in.Asm)
+			cells[i][in.Section] = append(cells[i][in.Section], s)
+			width[i] = max(width[i], utf8.RuneCountInString(s))
+		}
+	}
+	const sep = "  │ "
+	row := func(vals []string, colour func(col int, s string) string) {
+		var line strings.Builder
+		for i, v := range vals {
+			if i > 0 {
+				line.WriteString(sep)
+			}
+			pad := width[i] - utf8.RuneCountInString(v)
+			if i == len(vals)-1 {
+				pad = 0
+			}
+			line.WriteString(colour(i, v) + strings.Repeat(" ", max(pad, 0)))
+		}
+		fmt.Fprintln(&b, strings.TrimRight(line.String(), " "))
+	}
+	titles := make([]string, len(res.Columns))
+	for i, c := range res.Columns {
+		titles[i] = c.Title
+	}
+	fmt.Fprintln(&b)
+	row(titles, func(_ int, s string) string { return p.bold(s) })
+	for _, name := range res.Sections {
+		counts := make([]string, len(res.Columns))
+		n := 0
+		for i, c := range res.Columns {
+			counts[i] = sectionCount(c, name)
+			n = max(n, len(cells[i][name]))
+		}
+		fmt.Fprintln(&b, p.cyan("── "+name))
+		row(counts, func(_ int, s string) string { return p.dim(s) })
+		for _, vals := range sectionGrid(res.Columns, cells, name, n) {
+			row(vals, func(_ int, s string) string {
+				if strings.HasPrefix(s, "*") {
+					return p.red(s)
+				}
+				return s
+			})
+		}
+	}
+	// The summary: section x column, instructions/bytes.
+	fmt.Fprintf(&b, "\n%s\n", p.bold("summary (instructions/bytes)"))
+	nameW := len("section")
+	for _, n := range res.Sections {
+		nameW = max(nameW, utf8.RuneCountInString(n))
+	}
+	colW := make([]int, len(res.Columns))
+	for i, c := range res.Columns {
+		colW[i] = max(utf8.RuneCountInString(c.Title), 9)
+	}
+	line := func(first string, vals []string) {
+		var l strings.Builder
+		fmt.Fprintf(&l, "%-*s", nameW, first)
+		for i, v := range vals {
+			fmt.Fprintf(&l, "  %*s", colW[i], v)
+		}
+		fmt.Fprintln(&b, strings.TrimRight(l.String(), " "))
+	}
+	line("section", titles)
+	for _, name := range res.Sections {
+		vals := make([]string, len(res.Columns))
+		for i, c := range res.Columns {
+			vals[i] = summaryCount(c, name)
+		}
+		line(name, vals)
+	}
+	totals := make([]string, len(res.Columns))
+	for i, c := range res.Columns {
+		totals[i] = "refused"
+		if c.Refusal == "" {
+			totals[i] = fmt.Sprintf("%d/%d", len(c.Insns), c.Size)
+		}
+	}
+	line("total", totals)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// sectionCount is a section's counts as its listing header shows them.
+func sectionCount(c compareColumn, name string) string {
+	if c.Refusal != "" {
+		return "(refused)"
+	}
+	for _, s := range c.Sections {
+		if s.Name == name {
+			return fmt.Sprintf("%d insns, %d bytes", s.Insns, s.Bytes)
+		}
+	}
+	return "(none)"
+}
+
+func summaryCount(c compareColumn, name string) string {
+	if c.Refusal != "" {
+		return "-"
+	}
+	for _, s := range c.Sections {
+		if s.Name == name {
+			return fmt.Sprintf("%d/%d", s.Insns, s.Bytes)
+		}
+	}
+	return "-"
+}
+
+// sectionGrid lays out one section's cells in rows: a column compared with another takes the
+// rows of the instructions it is aligned with, and an instruction only it has gets a row of
+// its own after the previous one; any other column fills the rows in order.
+func sectionGrid(cols []compareColumn, cells []map[string][]string, name string, n int) [][]string {
+	var grid [][]string
+	pos := make([][]int, len(cols)) // pos[col][k]: the row of the column's k-th instruction
+	insert := func(at int) {
+		grid = append(grid, nil)
+		copy(grid[at+1:], grid[at:])
+		grid[at] = make([]string, len(cols))
+		for c := range pos {
+			for k := range pos[c] {
+				if pos[c][k] >= at {
+					pos[c][k]++
+				}
+			}
+		}
+	}
+	for c, col := range cols {
+		mine := cells[c][name]
+		if col.Against == nil || len(pos[*col.Against]) != len(cells[*col.Against][name]) {
+			for k := range mine {
+				if k == len(grid) {
+					insert(k)
+				}
+				grid[k][c] = mine[k]
+				pos[c] = append(pos[c], k)
+			}
+			continue
+		}
+		ref := *col.Against
+		ka, kb, last := 0, 0, -1
+		for _, r := range col.aligned[name] {
+			at := last + 1
+			if r.A != nil {
+				at = pos[ref][ka]
+				ka++
+			} else {
+				insert(at)
+			}
+			if r.B != nil && kb < len(mine) {
+				grid[at][c] = mine[kb]
+				pos[c] = append(pos[c], at)
+				kb++
+			}
+			last = at
+		}
+	}
+	_ = n
+	return grid
 }
