@@ -261,7 +261,8 @@ func (c *compareColumn) setInsns(insns []kernel.Insn, size int) {
 
 // markColumns compares each column with an earlier one of its architecture that has an
 // image (of its profile if there is one, else the first), marking the instructions of both
-// that the alignment pairs with nothing equal. It returns the sections of all columns in
+// that the alignment pairs with nothing equal (the earlier column's only when it is itself
+// compared with none, so that each column's marks answer one comparison). It returns the sections of all columns in
 // emission order.
 func markColumns(cols []compareColumn) []string {
 	for j := range cols {
@@ -285,7 +286,8 @@ func markColumns(cols []compareColumn) []string {
 				if !r.Differs {
 					continue
 				}
-				if r.A != nil {
+				// A column compared with another keeps the marks of that comparison.
+				if r.A != nil && cols[ref].Against == nil {
 					markAt(cols[ref].Insns, r.A.Offset)
 				}
 				if r.B != nil {

@@ -221,6 +221,26 @@ func TestCompareCommand(t *testing.T) {
 		t.Errorf("kernel column %s, model column %s, the capture %s", k.String(), m.String(), kc.Image)
 	}
 
+	// The 7.2 column's marks answer its comparison with 6.12 alone, whatever is compared with it.
+	code, out, errOut = trampjit("compare", "--btf", btf, "--func", "bpf_fentry_test1", "--fentry", "1", "--fexit", "1",
+		"--kernel", "6.12,7.2", "--arch", "riscv64", "--format", "json")
+	var two compareJSON
+	if err := json.Unmarshal([]byte(out), &two); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v: %s", code, err, errOut)
+	}
+	// (Without the kernel column the model is at other addresses: compared without offsets.)
+	noOffsets := func(c compareColumn) (out []string) {
+		for _, in := range c.Insns {
+			if in.Differs {
+				out = append(out, in.Section+"/"+in.Bytes+" "+in.Asm)
+			}
+		}
+		return out
+	}
+	if a, b := noOffsets(res.Columns[1]), noOffsets(two.Columns[1]); len(b) == 0 || fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Errorf("7.2 marks with a kernel column %q, without %q", a, b)
+	}
+
 	for _, args := range [][]string{
 		{"compare", "--proto", "int f(int)", "--fentry", "1", "--arch", "sparc"},
 		{"compare", "--proto", "int f(int)", "--fentry", "1", "--kernel", "5.4"},
