@@ -49,6 +49,8 @@ const (
 	CapRiscvStackArgs   Capability = "riscv64-stack-args"
 	CapRiscvFsession    Capability = "riscv64-fsession"
 	CapRiscvCallOps     Capability = "riscv64-ftrace-call-ops"
+	// struct_ops images (kernel/bpf/bpf_struct_ops.c).
+	CapStructOpsIndirect Capability = "struct-ops-indirect"
 )
 
 // The verifier's instruction walk (kernel/bpf/verifier.c).
@@ -216,6 +218,8 @@ var Capabilities = []CapInfo{
 		Doc: "the riscv64 JIT emits fsession programs: bpf_jit_supports_fsession is true ('bpf, riscv: add fsession support for trampolines', 2277c14bc90b, bpf-next February 2026); without it bpf_check_attach_target refuses an fsession load: 'JIT does not support fsession', EOPNOTSUPP"},
 	{Cap: CapRiscvCallOps, After: v(6, 12), Since: v(7, 2),
 		Doc: "riscv64 ftrace has DYNAMIC_FTRACE_WITH_CALL_OPS ('riscv: Implement HAVE_DYNAMIC_FTRACE_WITH_CALL_OPS', c217157bcd1d): a kernel function's patch site calls ftrace_caller, which jumps to the trampoline through the ftrace_ops pointer stored before the function; 6.12's calls the trampoline itself (the captures find 7.2's images through that pointer, 6.12's by decoding the site). The trampoline is entered the same way either way"},
+	{Cap: CapStructOpsIndirect, Since: v(6, 8),
+		Doc: "struct_ops images are built with BPF_TRAMP_F_INDIRECT ('x86/cfi,bpf: Fix bpf_struct_ops CFI'): bpf_struct_ops_prepare_trampoline starts from it and adds RET_FENTRY_RET for a non-void member; 6.1 passes RET_FENTRY_RET alone, or 0"},
 	{Cap: CapFsession, Since: v(7, 0), Doc: "BPF_TRACE_FSESSION (attach type 58): one program as both fentry and fexit, with a session cookie"},
 	{Cap: CapHelperCgrpStorage, Since: v(6, 2), Doc: "bpf_cgrp_storage_get/delete exist: __BPF_FUNC_MAX_ID is 212, not 210"},
 

@@ -36,6 +36,7 @@ var Profiles = []Profile{
 			CapRiscvStackArgs:    false,
 			CapRiscvFsession:     false,
 			CapRiscvCallOps:      false,
+			CapStructOpsIndirect: false,
 
 			CapVerifierCPUv4:              false,
 			CapVerifierALURangeAnySrc:     false,
@@ -155,6 +156,7 @@ var Profiles = []Profile{
 			CapRiscvStackArgs:    true,
 			CapRiscvFsession:     false,
 			CapRiscvCallOps:      false,
+			CapStructOpsIndirect: true,
 
 			CapVerifierCPUv4:              true,
 			CapVerifierALURangeAnySrc:     true,
@@ -275,6 +277,7 @@ var Profiles = []Profile{
 			CapRiscvStackArgs:    true,
 			CapRiscvFsession:     true,
 			CapRiscvCallOps:      true,
+			CapStructOpsIndirect: true,
 
 			CapVerifierCPUv4:              true,
 			CapVerifierALURangeAnySrc:     true,
