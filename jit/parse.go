@@ -91,6 +91,9 @@ func (r *Request) Validate() error {
 	if _, err := btfmodel.ParseKernel(string(r.Kernel)); err != nil {
 		return fmt.Errorf("request: kernel %q: want %s", r.Kernel, btfmodel.KernelNames())
 	}
+	if r.StructOps != nil {
+		return r.validateStructOps()
+	}
 	switch {
 	case r.Proto != "" && (r.BTF != "" || r.Func != ""):
 		return errors.New("request: give either proto or btf+func, not both")
@@ -108,14 +111,13 @@ func (r *Request) Validate() error {
 		// (E2BIG, in Resolve); this bound only keeps what one request may allocate sane.
 		return fmt.Errorf("request: %d programs: trampjit takes at most %d in one request, and the kernel links at most %d on one trampoline (BPF_MAX_TRAMP_LINKS)", len(r.Progs), maxRequestProgs, btfmodel.MaxTrampLinks)
 	}
-	if r.Flags != nil {
-		if f := uint64(*r.Flags); f > math.MaxUint32 {
-			return fmt.Errorf("request: flags %#x: wider than the kernel's 32-bit BPF_TRAMP_F_* word", f)
-		} else if unknown := Flags(f) &^ knownFlags; unknown != 0 {
-			return fmt.Errorf("request: flags %#x: %#x is no BPF_TRAMP_F_* flag trampjit knows (%s)", f, uint32(unknown), knownFlags)
-		}
+	if err := r.validateFlags(); err != nil {
+		return err
 	}
 	for i, p := range r.Progs {
+		if p.Kind == StructOpsProg {
+			return fmt.Errorf("request: progs[%d]: kind struct_ops needs a struct_ops object naming the ops table and member", i)
+		}
 		if _, err := btfmodel.ParseAttachType(string(p.Kind)); err != nil {
 			return fmt.Errorf("request: progs[%d]: %w", i, err)
 		}
@@ -135,6 +137,63 @@ func (r *Request) Validate() error {
 	return nil
 }
 
+// validateFlags checks an explicit flags word.
+func (r *Request) validateFlags() error {
+	if r.Flags != nil {
+		if f := uint64(*r.Flags); f > math.MaxUint32 {
+			return fmt.Errorf("request: flags %#x: wider than the kernel's 32-bit BPF_TRAMP_F_* word", f)
+		} else if unknown := Flags(f) &^ knownFlags; unknown != 0 {
+			return fmt.Errorf("request: flags %#x: %#x is no BPF_TRAMP_F_* flag trampjit knows (%s)", f, uint32(unknown), knownFlags)
+		}
+	}
+	return nil
+}
+
+// validateStructOps checks a struct_ops request: bpf_struct_ops_map_update_elem builds one
+// image per member with the member's one program, entered through the ops table's pointer,
+// so there is no traced function, no ip and no bpf_tramp_image.
+func (r *Request) validateStructOps() error {
+	so := r.StructOps
+	switch {
+	case so.Ops == "":
+		return errors.New("request: struct_ops.ops: missing (the ops table's struct, e.g. tcp_congestion_ops)")
+	case so.Member == "":
+		return errors.New("request: struct_ops.member: missing (the member the program implements, e.g. cong_avoid)")
+	case r.Func != "":
+		return errors.New("request: func: a struct_ops request has no traced function (struct_ops names the member)")
+	case r.Proto != "":
+		return errors.New("request: proto: a struct_ops request takes the member's prototype from btf")
+	case r.Target != "":
+		return errors.New("request: target: a struct_ops request has no target")
+	case r.BTF == "":
+		return errors.New("request: btf: a struct_ops request needs the kernel's BTF (the member's prototype and index)")
+	case len(r.Progs) != 1:
+		return fmt.Errorf("request: progs: a struct_ops image has exactly one program, not %d", len(r.Progs))
+	case r.Progs[0].Kind != StructOpsProg:
+		return fmt.Errorf("request: progs[0].kind: %q, want struct_ops", r.Progs[0].Kind)
+	case r.Progs[0].Cookie != 0 || r.Progs[0].FuncIP || r.Progs[0].SessionCookie:
+		return errors.New("request: progs[0]: cookie, func_ip and session_cookie are for tracing programs, not struct_ops")
+	}
+	if err := r.validateFlags(); err != nil {
+		return err
+	}
+	if a := r.Addrs; a != nil {
+		switch {
+		case a.Image == 0:
+			return errors.New("request: addrs.image: missing")
+		case a.Func != 0:
+			return errors.New("request: addrs.func: a struct_ops image calls no original function")
+		case a.IP != 0:
+			return errors.New("request: addrs.ip: a struct_ops image has no traced ip")
+		case a.IM != 0:
+			return errors.New("request: addrs.im: a struct_ops image has no bpf_tramp_image")
+		case len(a.Progs) != 1:
+			return fmt.Errorf("request: addrs.progs has %d entries for 1 prog", len(a.Progs))
+		}
+	}
+	return nil
+}
+
 // SetDir sets the directory relative BTF paths resolve against (ReadRequest sets it to the
 // request file's).
 func (r *Request) SetDir(dir string) { r.dir = dir }
@@ -147,8 +206,32 @@ func (r *Request) BTFPath() string {
 	return filepath.Join(r.dir, r.BTF)
 }
 
-// Model loads the traced function and distils it for the request's profile.
+// StructOpsMember decides a struct_ops request's member on its profile and arch.
+func (r *Request) StructOpsMember() (*btfmodel.StructOpsMember, error) {
+	if r.StructOps == nil {
+		return nil, errors.New("request: not a struct_ops request")
+	}
+	spec, err := loadBTF(r.BTFPath())
+	if err != nil {
+		return nil, err
+	}
+	return btfmodel.StructOpsModel(spec, r.StructOps.Ops, r.StructOps.Member, r.Kernel, r.Arch)
+}
+
+// Model loads the traced function and distils it for the request's profile; for a struct_ops
+// request, the member's prototype as bpf_struct_ops_desc_init distils it, or the kernel's
+// refusal of the member.
 func (r *Request) Model() (*btfmodel.FuncModel, error) {
+	if r.StructOps != nil {
+		so, err := r.StructOpsMember()
+		if err != nil {
+			return nil, err
+		}
+		if !so.Verdict.OK {
+			return nil, fmt.Errorf("%s: %s (%s, %s)", r.StructOps, so.Verdict.Msg, so.Verdict.Stage, so.Verdict.Errno)
+		}
+		return so.Model, nil
+	}
 	if r.Proto != "" {
 		fn, err := btfmodel.ParseProto(r.Proto)
 		if err != nil {

@@ -38,6 +38,9 @@ func Lookup(arch btfmodel.Arch) (Backend, Disassembler, error) {
 // Generate takes a request through everything the kernel does before it writes an image:
 // the function model, the load-time attach checks, flags and program order, and the arch JIT.
 func Generate(req *Request) (*Tramp, *Image, error) {
+	if req.StructOps != nil {
+		return nil, nil, ErrStructOpsNotGenerated // no backend builds struct_ops images yet
+	}
 	be, _, err := Lookup(req.Arch)
 	if err != nil {
 		return nil, nil, err

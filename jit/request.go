@@ -1,6 +1,14 @@
 package jit
 
-import "github.com/trampjit/trampjit/btfmodel"
+import (
+	"errors"
+
+	"github.com/trampjit/trampjit/btfmodel"
+)
+
+// ErrStructOpsNotGenerated is Generate's answer to a struct_ops request until the backends
+// build those images: better no image than one with a tracing trampoline's shape.
+var ErrStructOpsNotGenerated = errors.New("struct_ops images are not generated yet: the request and the member's model are checked (trampjit model --struct-ops), the amd64, arm64 and riscv64 backends do not build struct_ops images yet")
 
 // Kind is a program's attach kind as the gen request spells it.
 type Kind = btfmodel.AttachType
@@ -13,7 +21,19 @@ const (
 	LSM    = btfmodel.LSM    // BPF_LSM_MAC: fmod_ret, or fexit on a void hook
 	// Fsession is BPF_TRACE_FSESSION (7.0+): in the fentry and the fexit list at once.
 	Fsession = btfmodel.Fsession
+	// StructOpsProg is a BPF_PROG_TYPE_STRUCT_OPS program: the one program of a
+	// struct_ops image, implementing Request.StructOps' member.
+	StructOpsProg = btfmodel.StructOps
 )
+
+// StructOps names the ops table member a struct_ops image implements, as
+// "tcp_congestion_ops"/"cong_avoid".
+type StructOps struct {
+	Ops    string `json:"ops"`
+	Member string `json:"member"`
+}
+
+func (s StructOps) String() string { return s.Ops + "." + s.Member }
 
 // Prog is one attached program of a request, in attach order.
 type Prog struct {
@@ -68,6 +88,9 @@ type Request struct {
 	// Target is "" for a kernel function, or "bpf" when the traced function is a BPF
 	// program's (fentry/fexit on a program; arm64 6.1 attaches only to those).
 	Target string `json:"target,omitempty"`
+	// StructOps makes the request a struct_ops image (BPF_TRAMP_F_INDIRECT where the kernel
+	// has it): no traced function, one struct_ops program, addrs without func, ip or im.
+	StructOps *StructOps `json:"struct_ops,omitempty"`
 
 	// dir is the directory relative BTF paths are resolved against.
 	dir string
