@@ -25,12 +25,14 @@ type requestFlags struct {
 	sleepable, funcIP            bool
 	cookies                      string
 	ibt, rethunk, callDepth      bool
+	structOps                    string
 }
 
 func (r *requestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.request, "request", "", "gen request file (JSON); the other request flags are then not allowed")
 	fs.StringVar(&r.btf, "btf", "", "BTF file of the kernel")
 	fs.StringVar(&r.fn, "func", "", "traced function in --btf")
+	fs.StringVar(&r.structOps, "struct-ops", "", "OPS.MEMBER: a struct_ops image for that member of the ops table in --btf (e.g. tcp_congestion_ops.cong_avoid), with its one program; not generated yet")
 	fs.StringVar(&r.proto, "proto", "", "C prototype of the traced function instead of --btf/--func (no kernel function, so the kernel's per-function attach policy — fmod_ret and sleepable sets, deny lists — does not apply)")
 	fs.StringVar(&r.kernel, "kernel", string(btfmodel.DefaultKernel), "kernel profile: "+btfmodel.KernelNames())
 	fs.StringVar(&r.arch, "arch", "amd64", "architecture: amd64, arm64 or riscv64")
@@ -74,6 +76,21 @@ func (r *requestFlags) build(fs *flag.FlagSet) (*jit.Request, error) {
 	}
 	req := &jit.Request{Arch: a, Kernel: k, BTF: r.btf, Func: r.fn, Proto: r.proto,
 		Features: jit.Features{IBT: r.ibt, Rethunk: r.rethunk, CallDepth: r.callDepth}}
+	if r.structOps != "" {
+		so, err := parseStructOps(r.structOps)
+		if err != nil {
+			return nil, err
+		}
+		if r.fentry+r.fexit+r.modret+r.lsm+r.fsession != 0 || r.cookies != "" || r.funcIP || r.sleepable {
+			return nil, usageErr("--struct-ops builds an image with its one struct_ops program: drop the program flags")
+		}
+		req.StructOps = so
+		req.Progs = []jit.Prog{{Kind: jit.StructOpsProg}}
+		if err := req.Validate(); err != nil {
+			return nil, err
+		}
+		return req, nil
+	}
 	counts := []struct {
 		kind jit.Kind
 		n    int
@@ -209,4 +226,13 @@ func fsessionKernels() string {
 		}
 	}
 	return strings.Join(ks, ", ")
+}
+
+// parseStructOps reads --struct-ops OPS.MEMBER.
+func parseStructOps(s string) (*jit.StructOps, error) {
+	ops, member, ok := strings.Cut(s, ".")
+	if !ok || ops == "" || member == "" || strings.Contains(member, ".") {
+		return nil, usageErr("--struct-ops %q: want OPS.MEMBER, e.g. tcp_congestion_ops.cong_avoid", s)
+	}
+	return &jit.StructOps{Ops: ops, Member: member}, nil
 }

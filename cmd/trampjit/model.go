@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/jit"
 )
 
 // modelJSON is `trampjit model --format json`.
@@ -102,6 +103,7 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	var t modelTarget
 	var kernel, arch, eiPath string
 	var sleepable bool
+	var structOps string
 	var out output
 	fs.StringVar(&t.btfPath, "btf", "", "BTF file: raw vmlinux BTF, an ELF object's .BTF, optionally xz-compressed (default /sys/kernel/btf/vmlinux)")
 	fs.StringVar(&t.basePath, "base", "", "base BTF when --btf is split (module) BTF")
@@ -111,6 +113,7 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&arch, "arch", "amd64", "architecture: amd64, arm64 or riscv64")
 	fs.StringVar(&eiPath, "error-injection", "", "the error-injection list (/sys/kernel/debug/error_injection/list) of a kernel built with CONFIG_FUNCTION_ERROR_INJECTION; without it the list is empty, as on Debian's kernels: fmod_ret attaches only to security_* hooks and the kernel's fmod_ret id sets, sleepable only to those sets' sleepable members (6.1 and 6.12 have no syscall-wrapper fallback)")
 	fs.BoolVar(&sleepable, "sleepable", false, "judge sleepable programs (BPF_F_SLEEPABLE)")
+	fs.StringVar(&structOps, "struct-ops", "", "OPS.MEMBER instead of --func: the model of that ops table member (e.g. tcp_congestion_ops.cong_avoid), its index and image flags, and whether BPF may implement it")
 	out.register(fs, "text or json")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -127,6 +130,12 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	}
 	if t.arch, err = btfmodel.ParseArch(arch); err != nil {
 		return usageErr("--arch: %v", err)
+	}
+	if structOps != "" {
+		if t.funcName != "" || t.proto != "" || sleepable || eiPath != "" {
+			return usageErr("--struct-ops names the member: drop --func, --proto, --sleepable and --error-injection")
+		}
+		return runModelStructOps(&t, structOps, &out, stdout)
 	}
 	env := btfmodel.AttachEnv{Kernel: t.kernel, Arch: t.arch, Sleepable: sleepable}
 	if eiPath != "" {
@@ -240,4 +249,66 @@ func readErrorInjection(path string) (map[string]bool, error) {
 		return nil, fmt.Errorf("--error-injection: %w", err)
 	}
 	return set, nil
+}
+
+// structOpsJSON is `trampjit model --struct-ops --format json`.
+type structOpsJSON struct {
+	modelJSON
+	Ops      string           `json:"ops"`
+	Member   string           `json:"member"`
+	OpsBTFID uint32           `json:"ops_btf_id"`
+	Index    int              `json:"index"`
+	Offset   uint32           `json:"offset"`
+	Flags    string           `json:"flags"`
+	Verdict  btfmodel.Verdict `json:"verdict"`
+}
+
+func runModelStructOps(t *modelTarget, name string, out *output, stdout io.Writer) error {
+	so, err := parseStructOps(name)
+	if err != nil {
+		return err
+	}
+	path := t.btfPath
+	if path == "" {
+		path = "/sys/kernel/btf/vmlinux"
+	}
+	var base *btf.Spec
+	if t.basePath != "" {
+		if base, err = btfmodel.LoadFile(t.basePath, nil); err != nil {
+			return err
+		}
+	}
+	spec, err := btfmodel.LoadFile(path, base)
+	if err != nil {
+		return err
+	}
+	m, err := btfmodel.StructOpsModel(spec, so.Ops, so.Member, t.kernel, t.arch)
+	if err != nil {
+		return err
+	}
+	res := structOpsJSON{Ops: m.Ops, Member: m.Member, OpsBTFID: m.OpsBTFID, Index: m.Index,
+		Offset: m.Offset, Flags: jit.Flags(m.Flags).String(), Verdict: m.Verdict}
+	res.Func, res.Kernel, res.Arch = so.String(), string(t.kernel), string(t.arch)
+	res.Attach = []btfmodel.Verdict{m.Verdict}
+	if m.Model != nil {
+		fillModel(&res.modelJSON, m.Model)
+	} else {
+		res.Error = "no function model: " + so.Member + " is no function pointer"
+	}
+	if out.format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	} else {
+		p := palette(out.colorful(stdout))
+		printModel(stdout, p, &res.modelJSON)
+		fmt.Fprintf(stdout, "\nmember index %d (expected_attach_type), offset %d, struct %s BTF id %d, image flags %s\n",
+			m.Index, m.Offset, m.Ops, m.OpsBTFID, res.Flags)
+	}
+	if !m.Verdict.OK {
+		return &exitError{code: 1, err: errReported}
+	}
+	return nil
 }
