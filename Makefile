@@ -96,7 +96,7 @@ golden: deps
 
 # Fuzz every parser for FUZZTIME each.
 FUZZ_TARGETS := btfmodel:FuzzParseProto btfmodel:FuzzLoad jit:FuzzParseRequest kernel:FuzzParseCases kernel/wire:FuzzDecode verifier:FuzzParseJSON \
-	kernel:FuzzParseCorpus verifier:FuzzParseELF kernel/vm:FuzzOpenKernelFile
+	kernel:FuzzParseCorpus kernel:FuzzSameModuloAddresses verifier:FuzzParseELF kernel/vm:FuzzOpenKernelFile
 fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$pkg $$fn ($(FUZZTIME))"; \

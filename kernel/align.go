@@ -61,9 +61,14 @@ func decodeImage(arch btfmodel.Arch, code []byte, base uint64, syms map[uint64]s
 	lines, lerr := jit.BuildListing(&jit.Image{Base: base, Code: code}, dis, syms)
 	out := make([]Insn, 0, len(lines)+1)
 	end := 0
+	rvKeys := rvKeys(arch, code) // riscv64: what an instruction masks depends on its neighbours
 	for _, l := range lines {
 		n := len(l.Bytes) / 2
-		out = append(out, Insn{Offset: l.Offset, Bytes: l.Bytes, Asm: l.Asm, key: sameKey(arch, code, l.Offset, n)})
+		key, ok := rvKeys[l.Offset]
+		if !ok {
+			key = sameKey(arch, code, l.Offset, n)
+		}
+		out = append(out, Insn{Offset: l.Offset, Bytes: l.Bytes, Asm: l.Asm, key: key})
 		end = l.Offset + n
 	}
 	if lerr != nil && end < len(code) {
@@ -147,10 +152,6 @@ func sameKey(arch btfmodel.Arch, code []byte, i, n int) string {
 		}
 		if rd, ok := movWide(w); ok && inMovRun(code, i) {
 			return fmt.Sprintf("movwide x%d", rd)
-		}
-	case "riscv64":
-		if k, ok := rvKey(code, i, n); ok {
-			return k
 		}
 	}
 	return hex.EncodeToString(b)

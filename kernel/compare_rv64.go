@@ -3,6 +3,8 @@ package kernel
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/trampjit/trampjit/btfmodel"
 )
 
 // The riscv64 JIT embeds addresses three ways (arch/riscv/net/bpf_jit_comp64.c): calls and
@@ -210,16 +212,19 @@ func sameRISCV64(got, want []byte) error {
 	return nil
 }
 
-// rvKey is sameKey for riscv64: the instruction at code[i:i+n] with its address bits masked.
-func rvKey(code []byte, i, n int) (string, bool) {
+// rvKeys is sameKey for a whole riscv64 image, decoded once: each instruction's offset to
+// its bits with the address masked (nil for another architecture or undecodable code).
+func rvKeys(arch btfmodel.Arch, code []byte) map[int]string {
+	if arch != btfmodel.RISCV64 {
+		return nil
+	}
 	spans, err := rvDecode(code)
 	if err != nil {
-		return "", false
+		return nil
 	}
+	keys := make(map[int]string, len(spans))
 	for _, s := range spans {
-		if s.off == i && s.n == n {
-			return s.key(), true
-		}
+		keys[s.off] = s.key()
 	}
-	return "", false
+	return keys
 }

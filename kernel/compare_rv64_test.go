@@ -44,3 +44,31 @@ func TestSameRISCV64Catches(t *testing.T) {
 	}
 	t.Error("no 32-bit sd in the image")
 }
+
+// FuzzSameModuloAddresses: image bytes from a corpus file are untrusted; comparing any two
+// (odd lengths, branches out of the image, half instructions) gives an answer or an error,
+// never a panic, and an image always equals itself when it decodes.
+func FuzzSameModuloAddresses(f *testing.F) {
+	for _, name := range []string{"7.2-riscv64", "6.12-riscv64"} {
+		for i, c := range readCommitted(f, name) {
+			if img, _ := hex.DecodeString(c.Image); len(img) > 0 && i%40 == 0 {
+				f.Add("riscv64", img, img[:len(img)-2])
+			}
+		}
+	}
+	f.Add("amd64", []byte{0xe8, 0, 0, 0, 0}, []byte{0xe8, 1, 2, 3, 4})
+	f.Add("arm64", []byte{0, 0, 0, 0x94}, []byte{1, 0, 0, 0x94})
+	f.Fuzz(func(t *testing.T, arch string, a, b []byte) {
+		if len(a) > 1<<16 || len(b) > 1<<16 {
+			return
+		}
+		_ = SameModuloAddresses(arch, a, b)
+		if arch == "riscv64" {
+			if _, err := rvDecode(a); err == nil {
+				if err := SameModuloAddresses(arch, a, a); err != nil {
+					t.Fatalf("an image differs from itself: %v", err)
+				}
+			}
+		}
+	})
+}

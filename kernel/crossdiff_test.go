@@ -18,7 +18,7 @@ var (
 )
 
 // readCommitted reads testdata/kernel/<name> once per test binary.
-func readCommitted(t *testing.T, name string) []CorpusCase {
+func readCommitted(t testing.TB, name string) []CorpusCase {
 	t.Helper()
 	corpusMu.Lock()
 	defer corpusMu.Unlock()
