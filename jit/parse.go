@@ -91,6 +91,9 @@ func (r *Request) Validate() error {
 	if _, err := btfmodel.ParseKernel(string(r.Kernel)); err != nil {
 		return fmt.Errorf("request: kernel %q: want %s", r.Kernel, btfmodel.KernelNames())
 	}
+	if err := r.validateCFI(); err != nil {
+		return err
+	}
 	if r.StructOps != nil {
 		return r.validateStructOps()
 	}
@@ -133,6 +136,26 @@ func (r *Request) Validate() error {
 		if a.Image == 0 || a.Func == 0 {
 			return errors.New("request: addrs needs at least image and func")
 		}
+	}
+	return nil
+}
+
+// validateCFI checks features.cfi: a mode the kernel has on the request's arch, and a hash
+// only with a mode that checks one.
+func (r *Request) validateCFI() error {
+	f := r.Features
+	switch f.CFI {
+	case CFINone:
+		if f.CFIHash != 0 {
+			return errors.New("request: features.cfi_hash without features.cfi (kcfi or fineibt)")
+		}
+	case CFIKCFI:
+	case CFIFineIBT:
+		if r.Arch != btfmodel.AMD64 {
+			return fmt.Errorf("request: features.cfi %q: FineIBT is x86_64 only (want \"\" or \"kcfi\" on %s)", f.CFI, r.Arch)
+		}
+	default:
+		return fmt.Errorf("request: features.cfi %q: want \"\", \"kcfi\" or \"fineibt\"", f.CFI)
 	}
 	return nil
 }

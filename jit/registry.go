@@ -38,19 +38,18 @@ func Lookup(arch btfmodel.Arch) (Backend, Disassembler, error) {
 // Generate takes a request through everything the kernel does before it writes an image:
 // the function model, the load-time attach checks, flags and program order, and the arch JIT.
 func Generate(req *Request) (*Tramp, *Image, error) {
-	if req.StructOps != nil {
-		return nil, nil, ErrStructOpsNotGenerated // no backend builds struct_ops images yet
-	}
 	be, _, err := Lookup(req.Arch)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := req.Model()
+	m, err := req.Model() // for struct_ops: the member's model, or the kernel's refusal
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := CheckAttach(req, m, nil); err != nil {
-		return nil, nil, err
+	if req.StructOps == nil {
+		if err := CheckAttach(req, m, nil); err != nil {
+			return nil, nil, err
+		}
 	}
 	tr, err := Resolve(req, m)
 	if err != nil {

@@ -1,14 +1,6 @@
 package jit
 
-import (
-	"errors"
-
-	"github.com/trampjit/trampjit/btfmodel"
-)
-
-// ErrStructOpsNotGenerated is Generate's answer to a struct_ops request until the backends
-// build those images: better no image than one with a tracing trampoline's shape.
-var ErrStructOpsNotGenerated = errors.New("struct_ops images are not generated yet: the request and the member's model are checked (trampjit model --struct-ops), the amd64, arm64 and riscv64 backends do not build struct_ops images yet")
+import "github.com/trampjit/trampjit/btfmodel"
 
 // Kind is a program's attach kind as the gen request spells it.
 type Kind = btfmodel.AttachType
@@ -54,7 +46,22 @@ type Features struct {
 	// Zbb: riscv64 built with CONFIG_RISCV_ISA_ZBB on a CPU with Zbb (rvzbb_enabled, decided
 	// at boot): the JIT's sign and zero extensions are single Zbb instructions.
 	Zbb bool `json:"zbb,omitempty"`
+	// CFI is the boot's control-flow-integrity mode for indirectly called code (a struct_ops
+	// image's landing sequence, emit_cfi): "" (none: x86 emits endbr64 when IBT is on),
+	// "kcfi" (CONFIG_CFI_CLANG, cfi=kcfi) or "fineibt" (x86 only, cfi=fineibt). Debian
+	// builds with GCC have none.
+	CFI string `json:"cfi,omitempty"`
+	// CFIHash is the kCFI type hash of the member's CFI stub (cfi_get_func_hash(func_addr)):
+	// the 32-bit immediate the landing sequence checks.
+	CFIHash uint32 `json:"cfi_hash,omitempty"`
 }
+
+// The CFI modes of Features.CFI.
+const (
+	CFINone    = ""
+	CFIKCFI    = "kcfi"
+	CFIFineIBT = "fineibt"
+)
 
 // ProgAddrs are one program's addresses: its struct bpf_prog and its JITed entry.
 type ProgAddrs struct {

@@ -82,14 +82,24 @@ func Resolve(req *Request, m *btfmodel.FuncModel) (*Tramp, error) {
 		return nil, Reject(E2BIG, "%d programs take %d trampoline nodes (an fsession program takes two), at most %d (BPF_MAX_TRAMP_LINKS)", len(req.Progs), n, max)
 	}
 	t := &Tramp{Arch: req.Arch, Kernel: req.Kernel, Model: m, Features: req.Features, ProgTarget: req.Target == "bpf"}
-	if req.Flags != nil {
+	switch {
+	case req.Flags != nil:
 		t.Flags = Flags(*req.Flags)
-	} else {
+	case req.StructOps != nil:
+		t.Flags = Flags(btfmodel.StructOpsFlags(m, req.Kernel))
+	default:
 		t.Flags = DeriveFlags(req.Arch, req.Kernel, req.Progs)
 	}
 	addrs := req.Addrs
 	if addrs == nil {
 		addrs = Synthetic(req.Arch, req.Kernel, len(req.Progs))
+		if req.StructOps != nil {
+			addrs.Func, addrs.IP, addrs.IM = 0, 0, 0
+		}
+	}
+	if req.StructOps != nil {
+		so := *req.StructOps
+		t.StructOps = &so
 	}
 	t.Image, t.Func, t.IP, t.IM = uint64(addrs.Image), uint64(addrs.Func), uint64(addrs.IP), uint64(addrs.IM)
 	t.Helpers = make(map[string]uint64, len(addrs.Helpers))
@@ -111,7 +121,7 @@ func Resolve(req *Request, m *btfmodel.FuncModel) (*Tramp, error) {
 			}
 		}
 		switch trampKind(p.Kind, m) {
-		case Fentry:
+		case Fentry, StructOpsProg: // bpf_struct_ops_prepare_trampoline's one FENTRY link
 			t.Fentry = append(t.Fentry, ref)
 			if p.Kind == Fsession {
 				t.Fexit = append(t.Fexit, ref)

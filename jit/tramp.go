@@ -40,6 +40,11 @@ type Tramp struct {
 	// ProgTarget says the traced function is a BPF program (fentry/fexit/fmod_ret on a
 	// program), not a kernel function: arm64 6.1 can attach only to those.
 	ProgTarget bool
+	// StructOps is set for a struct_ops image (bpf_struct_ops_prepare_trampoline): its one
+	// program is Fentry[0], Flags are the member's (INDIRECT where the kernel has it,
+	// RET_FENTRY_RET for a non-void member), and Func, IP and IM are zero: the image is
+	// entered by an indirect call through the ops table and calls no original function.
+	StructOps *StructOps
 }
 
 // Helper returns a kernel helper's address, or an error naming the missing symbol.
@@ -61,8 +66,11 @@ func (e *MissingHelperError) Error() string {
 // bpf_trampoline_enter/exit (kernel/bpf/trampoline.c) pick them: TRACING programs use the
 // _recur variants, LSM programs the plain ones. Debian's 6.1.176 has the same table (the
 // kernel corpus shows __bpf_prog_enter_recur on 6.1), not 6.1.0's inline choice.
+//
+// struct_ops programs are not "recur" either (bpf_prog_check_recur is true only for TRACING
+// programs other than iterators).
 func EnterExit(k btfmodel.Kernel, p Prog) (enter, exit string) {
-	recur := p.Kind != LSM
+	recur := p.Kind != LSM && p.Kind != StructOpsProg
 	switch {
 	case p.Sleepable && recur:
 		return "__bpf_prog_enter_sleepable_recur", "__bpf_prog_exit_sleepable_recur"
