@@ -26,13 +26,15 @@ type requestFlags struct {
 	cookies                      string
 	ibt, rethunk, callDepth      bool
 	structOps                    string
+	cfi                          string
+	cfiHash                      string
 }
 
 func (r *requestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.request, "request", "", "gen request file (JSON); the other request flags are then not allowed")
 	fs.StringVar(&r.btf, "btf", "", "BTF file of the kernel")
 	fs.StringVar(&r.fn, "func", "", "traced function in --btf")
-	fs.StringVar(&r.structOps, "struct-ops", "", "OPS.MEMBER: a struct_ops image for that member of the ops table in --btf (e.g. tcp_congestion_ops.cong_avoid), with its one program; not generated yet")
+	fs.StringVar(&r.structOps, "struct-ops", "", "OPS.MEMBER: a struct_ops image for that member of the ops table in --btf (e.g. tcp_congestion_ops.cong_avoid), with its one program (--sleepable makes it sleepable)")
 	fs.StringVar(&r.proto, "proto", "", "C prototype of the traced function instead of --btf/--func (no kernel function, so the kernel's per-function attach policy — fmod_ret and sleepable sets, deny lists — does not apply)")
 	fs.StringVar(&r.kernel, "kernel", string(btfmodel.DefaultKernel), "kernel profile: "+btfmodel.KernelNames())
 	fs.StringVar(&r.arch, "arch", "amd64", "architecture: amd64, arm64 or riscv64")
@@ -48,6 +50,8 @@ func (r *requestFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&r.ibt, "ibt", false, "features.ibt: x86 ENDBR / arm64 BTI")
 	fs.BoolVar(&r.rethunk, "rethunk", false, "features.rethunk: x86 return thunk")
 	fs.BoolVar(&r.callDepth, "call-depth", false, "features.call_depth: x86 call-depth accounting")
+	fs.StringVar(&r.cfi, "cfi", "", "features.cfi of a struct_ops image: kcfi (CONFIG_CFI_CLANG) or fineibt (x86, cfi=fineibt); default none, as Debian's GCC builds")
+	fs.StringVar(&r.cfiHash, "cfi-hash", "", "features.cfi_hash: the kCFI type hash of the member's CFI stub (32 bits, e.g. 0x2f1c3a4b)")
 }
 
 // build makes the request from a file or from the flags.
@@ -75,17 +79,24 @@ func (r *requestFlags) build(fs *flag.FlagSet) (*jit.Request, error) {
 		return nil, usageErr("--arch: %v", err)
 	}
 	req := &jit.Request{Arch: a, Kernel: k, BTF: r.btf, Func: r.fn, Proto: r.proto,
-		Features: jit.Features{IBT: r.ibt, Rethunk: r.rethunk, CallDepth: r.callDepth}}
+		Features: jit.Features{IBT: r.ibt, Rethunk: r.rethunk, CallDepth: r.callDepth, CFI: r.cfi}}
+	if r.cfiHash != "" {
+		h, err := strconv.ParseUint(r.cfiHash, 0, 32)
+		if err != nil {
+			return nil, usageErr("--cfi-hash %q: want a 32-bit number (a kCFI type hash)", r.cfiHash)
+		}
+		req.Features.CFIHash = uint32(h)
+	}
 	if r.structOps != "" {
 		so, err := parseStructOps(r.structOps)
 		if err != nil {
 			return nil, err
 		}
-		if r.fentry+r.fexit+r.modret+r.lsm+r.fsession != 0 || r.cookies != "" || r.funcIP || r.sleepable {
+		if r.fentry+r.fexit+r.modret+r.lsm+r.fsession != 0 || r.cookies != "" || r.funcIP {
 			return nil, usageErr("--struct-ops builds an image with its one struct_ops program: drop the program flags")
 		}
 		req.StructOps = so
-		req.Progs = []jit.Prog{{Kind: jit.StructOpsProg}}
+		req.Progs = []jit.Prog{{Kind: jit.StructOpsProg, Sleepable: r.sleepable}}
 		if err := req.Validate(); err != nil {
 			return nil, err
 		}

@@ -45,16 +45,22 @@ func TestModelStructOps(t *testing.T) {
 	}
 }
 
-// gen refuses struct_ops until a backend builds the images, rather than emitting a tracing
-// trampoline for them.
-func TestGenStructOpsNotYet(t *testing.T) {
-	code, out, errOut := trampjit("gen", "--struct-ops", "tcp_congestion_ops.cong_avoid",
-		"--btf", "../../testdata/kernel/7.2-arm64/vmlinux.btf.xz", "--kernel", "7.2", "--arch", "arm64")
-	if code != 1 || out != "" || !strings.Contains(errOut, "struct_ops images are not generated yet") {
-		t.Errorf("exit %d, stdout %q, stderr %s", code, out, errOut)
-	}
-	if code, _, errOut := trampjit("gen", "--struct-ops", "tcp_congestion_ops.cong_avoid", "--fentry", "1",
-		"--btf", "../../testdata/kernel/7.2-arm64/vmlinux.btf.xz", "--kernel", "7.2"); code != 2 || !strings.Contains(errOut, "drop the program flags") {
-		t.Errorf("with --fentry: exit %d: %s", code, errOut)
+// gen's struct_ops flags: tracing program flags and bad CFI modes are usage errors.
+func TestGenStructOpsFlags(t *testing.T) {
+	btfArm := "../../testdata/kernel/7.2-arm64/vmlinux.btf.xz"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--fentry", "1"}, "drop the program flags"},
+		{[]string{"--cfi", "fineibt", "--arch", "arm64"}, "FineIBT is x86_64 only"},
+		{[]string{"--cfi", "cet"}, `features.cfi "cet": want "", "kcfi" or "fineibt"`},
+		{[]string{"--cfi-hash", "0x1"}, "features.cfi_hash without features.cfi"},
+		{[]string{"--cfi", "kcfi", "--cfi-hash", "0x100000000"}, "want a 32-bit number"},
+	} {
+		args := append([]string{"gen", "--struct-ops", "tcp_congestion_ops.cong_avoid", "--btf", btfArm, "--kernel", "7.2"}, c.args...)
+		if code, _, errOut := trampjit(args...); code == 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d: %s", c.args, code, errOut)
+		}
 	}
 }
