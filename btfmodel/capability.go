@@ -37,9 +37,12 @@ const (
 	CapX86KernelIBT      Capability = "x86-kernel-ibt"
 	CapX86JmpMode        Capability = "x86-jmp-mode"
 	CapX86ProgNop        Capability = "x86-prog-nop"
+	CapX86FineIBTEAX     Capability = "x86-fineibt-eax"
+	CapX86IndirectArgs   Capability = "x86-indirect-stack-args"
 	CapArm64DirectCalls  Capability = "arm64-ftrace-direct-calls"
 	CapArm64StructArgs   Capability = "arm64-struct-args"
 	CapArm64StackArgs    Capability = "arm64-stack-args"
+	CapArm64KCFI         Capability = "arm64-kcfi"
 	CapHelperCgrpStorage Capability = "helper-cgrp-storage"
 	CapFsession          Capability = "fsession"
 	// The riscv64 trampoline JIT (arch/riscv/net/bpf_jit_comp64.c) and the ftrace it attaches
@@ -49,6 +52,7 @@ const (
 	CapRiscvStackArgs   Capability = "riscv64-stack-args"
 	CapRiscvFsession    Capability = "riscv64-fsession"
 	CapRiscvCallOps     Capability = "riscv64-ftrace-call-ops"
+	CapRiscvKCFI        Capability = "riscv64-kcfi"
 	// struct_ops images (kernel/bpf/bpf_struct_ops.c).
 	CapStructOpsIndirect Capability = "struct-ops-indirect"
 )
@@ -205,9 +209,15 @@ var Capabilities = []CapInfo{
 		Doc: "x86_64 enters a trampoline that calls the original by jmp: no SKIP_FRAME, no return address to drop, stack arguments 8 bytes closer"},
 	{Cap: CapX86ProgNop, After: v(6, 12), Since: v(7, 2),
 		Doc: "each x86_64 program block starts with a NOP5 (a per-program skip site) and the ip_after_call NOP5 after the original call is gone"},
+	{Cap: CapX86FineIBTEAX, After: v(6, 12), Since: v(7, 2), Config: "CONFIG_FINEIBT (cfi=fineibt at boot)",
+		Doc: "the x86_64 FineIBT preamble of a struct_ops image (emit_fineibt) checks the hash in eax, not r10d: endbr64, sub eax,hash, cs jne.d32 +3 into the UDB byte of the ENDBR poison, which is nopl -42(%rax) (0f 1f 40 d6) instead of 6.12's nopw (%rax); the eax/UDB form came with 'x86,ibt: Use UDB instead of 0xEA' (Aug 2025, about 6.18; 6.15-6.17 had sub r10d, jne.d8 .-7, nop3), the jne.d32 form is the one of the 2026 sources modelled for 7.2. Debian builds with GCC: no FineIBT"},
+	{Cap: CapX86IndirectArgs, After: v(6, 12), Since: v(7, 2),
+		Doc: "the x86_64 trampoline reads the stack-passed arguments of a struct_ops member (BPF_TRAMP_F_INDIRECT: called, not entered from a patched call) 16 bytes above rbp, like jmp mode (save_args' stack_args_off); 6.12 reads them at rbp+24, 8 bytes too high. Only members with more than six argument slots show it"},
 	{Cap: CapArm64DirectCalls, Since: v(6, 4), Doc: "arm64 has ftrace direct calls: trampolines attach to kernel functions, not only to BPF programs"},
 	{Cap: CapArm64StructArgs, Since: v(6, 5), Doc: "the arm64 trampoline accepts struct-by-value arguments and counts register slots"},
 	{Cap: CapArm64StackArgs, After: v(6, 12), Since: v(7, 2), Doc: "the arm64 trampoline copies stack-passed arguments, up to MAX_BPF_FUNC_ARGS slots (6.12: eight registers; 7.2 attaches 9 to 12 and stack-passed structs)"},
+	{Cap: CapArm64KCFI, Since: v(6, 18), Config: "CONFIG_CFI_CLANG (CONFIG_CFI from 6.18)",
+		Doc: "the arm64 JIT emits kCFI type hashes ('arm64/cfi,bpf: Support kCFI + BPF on arm64', emit_kcfi): with kCFI on, an INDIRECT (struct_ops) image starts with the 4-byte hash of the member's CFI stub, before bti jc, and the ops table points past it (cfi_get_offset() = 4); Debian builds arm64 with GCC, without kCFI"},
 	{Cap: CapRiscvTrampoline, Since: v(6, 3),
 		Doc: "riscv64 has arch_prepare_bpf_trampoline ('riscv, bpf: Add bpf trampoline support for RV64', 49b5e77ae3e2); before, the weak default in kernel/bpf/trampoline.c fails every link, to a kernel function or a BPF program, with -ENOTSUPP"},
 	{Cap: CapRiscvDirectCalls, Since: v(6, 8),
@@ -218,6 +228,8 @@ var Capabilities = []CapInfo{
 		Doc: "the riscv64 JIT emits fsession programs: bpf_jit_supports_fsession is true ('bpf, riscv: add fsession support for trampolines', 2277c14bc90b, bpf-next February 2026); without it bpf_check_attach_target refuses an fsession load: 'JIT does not support fsession', EOPNOTSUPP"},
 	{Cap: CapRiscvCallOps, After: v(6, 12), Since: v(7, 2),
 		Doc: "riscv64 ftrace has DYNAMIC_FTRACE_WITH_CALL_OPS ('riscv: Implement HAVE_DYNAMIC_FTRACE_WITH_CALL_OPS', c217157bcd1d): a kernel function's patch site calls ftrace_caller, which jumps to the trampoline through the ftrace_ops pointer stored before the function; 6.12's calls the trampoline itself (the captures find 7.2's images through that pointer, 6.12's by decoding the site). The trampoline is entered the same way either way"},
+	{Cap: CapRiscvKCFI, Since: v(6, 10), Config: "CONFIG_CFI_CLANG (CONFIG_CFI from 6.18)",
+		Doc: "the riscv64 JIT emits kCFI type hashes ('riscv64/cfi,bpf: Support kCFI + BPF on riscv64', emit_kcfi): with kCFI on, a struct_ops image starts with the 4-byte hash of the member's CFI stub and the ops table points past it (cfi_get_offset() = 4); Debian builds riscv64 with GCC, without kCFI"},
 	{Cap: CapStructOpsIndirect, Since: v(6, 8),
 		Doc: "struct_ops images are built with BPF_TRAMP_F_INDIRECT ('x86/cfi,bpf: Fix bpf_struct_ops CFI'): bpf_struct_ops_prepare_trampoline starts from it and adds RET_FENTRY_RET for a non-void member; 6.1 passes RET_FENTRY_RET alone, or 0"},
 	{Cap: CapFsession, Since: v(7, 0), Doc: "BPF_TRACE_FSESSION (attach type 58): one program as both fentry and fexit, with a session cookie"},

@@ -26,9 +26,12 @@ var Profiles = []Profile{
 			CapX86KernelIBT:      false, // Debian's 6.1 config
 			CapX86JmpMode:        false,
 			CapX86ProgNop:        false,
+			CapX86FineIBTEAX:     false,
+			CapX86IndirectArgs:   false,
 			CapArm64DirectCalls:  false,
 			CapArm64StructArgs:   false,
 			CapArm64StackArgs:    false,
+			CapArm64KCFI:         false,
 			CapHelperCgrpStorage: false,
 			CapFsession:          false,
 			CapRiscvTrampoline:   false,
@@ -36,6 +39,7 @@ var Profiles = []Profile{
 			CapRiscvStackArgs:    false,
 			CapRiscvFsession:     false,
 			CapRiscvCallOps:      false,
+			CapRiscvKCFI:         false,
 			CapStructOpsIndirect: false,
 
 			CapVerifierCPUv4:              false,
@@ -146,9 +150,12 @@ var Profiles = []Profile{
 			CapX86KernelIBT:      true, // Debian's 6.12 config
 			CapX86JmpMode:        false,
 			CapX86ProgNop:        false,
+			CapX86FineIBTEAX:     false,
+			CapX86IndirectArgs:   false,
 			CapArm64DirectCalls:  true,
 			CapArm64StructArgs:   true,
 			CapArm64StackArgs:    false,
+			CapArm64KCFI:         false,
 			CapHelperCgrpStorage: true,
 			CapFsession:          false,
 			CapRiscvTrampoline:   true,
@@ -156,6 +163,7 @@ var Profiles = []Profile{
 			CapRiscvStackArgs:    true,
 			CapRiscvFsession:     false,
 			CapRiscvCallOps:      false,
+			CapRiscvKCFI:         true,
 			CapStructOpsIndirect: true,
 
 			CapVerifierCPUv4:              true,
@@ -267,9 +275,12 @@ var Profiles = []Profile{
 			CapX86KernelIBT:      true, // Debian's 7.2 config
 			CapX86JmpMode:        true,
 			CapX86ProgNop:        true,
+			CapX86FineIBTEAX:     true,
+			CapX86IndirectArgs:   true,
 			CapArm64DirectCalls:  true,
 			CapArm64StructArgs:   true,
 			CapArm64StackArgs:    true,
+			CapArm64KCFI:         true,
 			CapHelperCgrpStorage: true,
 			CapFsession:          true,
 			CapRiscvTrampoline:   true,
@@ -277,6 +288,7 @@ var Profiles = []Profile{
 			CapRiscvStackArgs:    true,
 			CapRiscvFsession:     true,
 			CapRiscvCallOps:      true,
+			CapRiscvKCFI:         true,
 			CapStructOpsIndirect: true,
 
 			CapVerifierCPUv4:              true,
