@@ -32,6 +32,9 @@ type Section struct {
 	Name  string `json:"name"`
 	Start int    `json:"start"`
 	End   int    `json:"end"`
+	// Data: the bytes are not code (a kCFI type-hash word before a struct_ops image);
+	// listings print them as 32-bit words instead of decoding them.
+	Data bool `json:"data,omitempty"`
 }
 
 // RelocKind says how a symbol's address is embedded at a relocation's offset.

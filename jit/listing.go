@@ -64,7 +64,13 @@ func (t *Tramp) Symbols() map[uint64]string {
 func BuildListing(img *Image, dis Disassembler, syms map[uint64]string) ([]Line, error) {
 	var lines []Line
 	for off := 0; off < len(img.Code); {
-		inst, err := dis.Decode(img.Code[off:], img.Base+uint64(off))
+		var inst Inst
+		var err error
+		if end, ok := dataAt(img, off); ok {
+			inst = dataWord(img.Code[off:end])
+		} else {
+			inst, err = dis.Decode(img.Code[off:], img.Base+uint64(off))
+		}
 		if err != nil || inst.Len <= 0 {
 			return lines, fmt.Errorf("offset %#x: cannot decode % x: %v", off, img.Code[off:min(off+8, len(img.Code))], err)
 		}
@@ -92,6 +98,28 @@ func mentionsAll(asm string, names []string) bool {
 		}
 	}
 	return true
+}
+
+// dataAt reports whether off is in a Data section, and the end of the word there.
+func dataAt(img *Image, off int) (int, bool) {
+	for _, s := range img.Sections {
+		if s.Data && off >= s.Start && off < s.End {
+			return min(off+4, s.End, len(img.Code)), true
+		}
+	}
+	return 0, false
+}
+
+// dataWord prints up to four bytes of data as the little-endian word they hold.
+func dataWord(b []byte) Inst {
+	var v uint32
+	for i := len(b) - 1; i >= 0; i-- {
+		v = v<<8 | uint32(b[i])
+	}
+	if len(b) == 4 {
+		return Inst{Len: 4, Text: fmt.Sprintf(".word %#08x", v)}
+	}
+	return Inst{Len: len(b), Text: fmt.Sprintf(".byte %#x", b)}
 }
 
 func sectionAt(img *Image, off int) string {
