@@ -117,7 +117,7 @@ func dataWord(b []byte) Inst {
 		v = v<<8 | uint32(b[i])
 	}
 	if len(b) == 4 {
-		return Inst{Len: 4, Text: fmt.Sprintf(".word %#08x", v)}
+		return Inst{Len: 4, Text: fmt.Sprintf(".word 0x%08x", v)}
 	}
 	return Inst{Len: len(b), Text: fmt.Sprintf(".byte %#x", b)}
 }

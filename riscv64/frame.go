@@ -27,7 +27,14 @@ import (
 //	[FP-StkArgOff]    outgoing stack arguments for the original, = sp (CALL_ORIG, > 8 slots)
 //
 // Stack arguments of the traced function are read at FP+16+8j, past frame 1.
+//
+// A struct_ops image (INDIRECT) is called through a function pointer and pushes only the
+// second record, ra at FP-8 and the caller's s0 at FP-16, with FP the entry sp; the rest is
+// laid out the same. store_args still reads stack arguments at FP+16+8j although the
+// caller's are at FP+8j: the kernel's offsets are modelled, not the ABI's.
 type StackLayout struct {
+	// StructOps: the one-frame form (BPF_TRAMP_F_INDIRECT).
+	StructOps bool
 	// NArgs is nr_arg_slots: an argument of up to 8 bytes takes one slot, a 9..16-byte
 	// struct two (round_up(arg_size, 8) / 8; the struct flag is not consulted).
 	NArgs int
@@ -89,7 +96,8 @@ func Layout(p Profile, m *btfmodel.FuncModel, flags jit.Flags, cookies int) (Sta
 
 // layoutFor adds up the frame from FP downwards in the kernel's order.
 func layoutFor(nslots, cookies int, flags jit.Flags) StackLayout {
-	l := StackLayout{NArgs: nslots, NRegs: min(nslots, MaxRegArgs), HasIP: flags&jit.FlagIPArg != 0, SaveRet: SaveRet(flags), Cookies: cookies}
+	l := StackLayout{NArgs: nslots, NRegs: min(nslots, MaxRegArgs), HasIP: flags&jit.FlagIPArg != 0, SaveRet: SaveRet(flags), Cookies: cookies,
+		StructOps: flags&jit.FlagIndirect != 0}
 	off := 16 // frame 2's record: t0 (or ra) and s0
 	if l.SaveRet {
 		off += 16 // a0 and a5
@@ -133,14 +141,26 @@ func (l StackLayout) NStack() int { return l.NArgs - l.NRegs }
 func (l StackLayout) Diagram() string {
 	var b strings.Builder
 	row := func(off int, what string) { fmt.Fprintf(&b, "  [s0%+5d]  %s\n", off, what) }
-	for j := l.NStack() - 1; j >= 0; j-- {
-		row(StackArgBase+8*j, fmt.Sprintf("caller's stack argument, slot %d", MaxRegArgs+j))
+	if l.StructOps {
+		for j := l.NStack() - 1; j >= 0; j-- {
+			row(StackArgBase+8*j, fmt.Sprintf("read as stack argument slot %d (the caller's is at s0%+d)", MaxRegArgs+j, 8*j))
+		}
+		row(-8, "ra: return into the ops table's caller  (the one frame)")
+		row(-16, "s0: the caller's frame pointer")
+	} else {
+		for j := l.NStack() - 1; j >= 0; j-- {
+			row(StackArgBase+8*j, fmt.Sprintf("caller's stack argument, slot %d", MaxRegArgs+j))
+		}
+		row(8, "ra: return into the traced function's caller  (frame 1)")
+		row(0, "s0: the caller's frame pointer")
+		row(-8, "t0: return into the traced function, past the patch site  (frame 2)")
+		row(-16, "s0: frame 1")
 	}
-	row(8, "ra: return into the traced function's caller  (frame 1)")
-	row(0, "s0: the caller's frame pointer")
-	row(-8, "t0: return into the traced function, past the patch site  (frame 2)")
-	row(-16, "s0: frame 1")
-	if l.SaveRet {
+	switch {
+	case l.StructOps && l.SaveRet:
+		row(-(l.RetvalOff - 8), "a5 after the program (BPF R0): the member's return value")
+		row(-l.RetvalOff, "a0 after the program")
+	case l.SaveRet:
 		row(-(l.RetvalOff - 8), "a5 after a program or the original (BPF R0)")
 		row(-l.RetvalOff, fmt.Sprintf("a0 after the original: the return value, ctx[%d]", l.NArgs))
 	}

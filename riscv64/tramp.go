@@ -94,6 +94,11 @@ func (b Backend) prepare(t *jit.Tramp) (*gen, error) {
 	if t.Fsessions > 0 && !p.Limits.Fsession {
 		return nil, reject(jit.ENOTSUPP, fmt.Sprintf("the %s riscv64 JIT has no fsession support (bpf_jit_supports_fsession)", t.Kernel))
 	}
+	if t.StructOps != nil {
+		if err := checkStructOps(t); err != nil {
+			return nil, err
+		}
+	}
 	g := &gen{p: p, t: t, structOps: t.Flags&jit.FlagIndirect != 0}
 	if g.l, err = Layout(p, t.Model, t.Flags, t.CookieSlots); err != nil {
 		return nil, err
@@ -144,8 +149,8 @@ func (g *gen) run(sizing bool) error {
 	t, l, f, a := g.t, g.l, g.t.Flags, &g.a
 	S := int32(l.StackSize)
 
-	g.open(jit.SecPrologue)
 	if !g.structOps {
+		g.open(jit.SecPrologue)
 		// Frame 1 for the traced function (ra, its caller's s0), frame 2 for the
 		// trampoline (t0, the return into the traced function).
 		a.addi(SP, SP, -16)
@@ -157,12 +162,7 @@ func (g *gen) run(sizing bool) error {
 		a.sd(SP, S-16, FP)
 		a.addi(FP, SP, S)
 	} else {
-		// Called through a function pointer: one frame. No kCFI hash word: Debian builds
-		// riscv64 with GCC, without CONFIG_CFI_CLANG / CONFIG_CFI.
-		a.addi(SP, SP, -S)
-		a.sd(SP, S-8, RA)
-		a.sd(SP, S-16, FP)
-		a.addi(FP, SP, S)
+		g.structOpsPrologue(S) // called through a function pointer: one frame
 	}
 	a.sd(FP, -int32(l.SRegOff), S1) // s1 carries each program's start time
 
@@ -193,7 +193,7 @@ func (g *gen) run(sizing bool) error {
 	}
 	for i := range t.Fentry {
 		pr := &t.Fentry[i]
-		g.open(secName(pr.Index, 0))
+		g.open(g.progSection(pr))
 		g.cookieMeta(pr, false)
 		if err := g.invoke(pr, f&jit.FlagRetFentryRet != 0); err != nil {
 			return err
@@ -295,10 +295,7 @@ func (g *gen) run(sizing bool) error {
 			a.jalr(Zero, T0, 0) // into the traced function, past the patch site
 		}
 	} else {
-		a.ld(RA, S-8, SP)
-		a.ld(FP, S-16, SP)
-		a.addi(SP, SP, S)
-		a.jalr(Zero, RA, 0)
+		g.structOpsEpilogue(S)
 	}
 	g.open("")
 	return nil
