@@ -2,6 +2,7 @@ package amd64
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/jit"
@@ -40,7 +41,12 @@ type StackLayout struct {
 	ArgStackOff int
 	StackSize   int // the `sub rsp` immediate
 	TailCallOff int // where `push rax` lands with TAIL_CALL_CTX, 0 otherwise
-	Args        [btfmodel.MaxFuncArgs]ArgLoc
+	// Indirect: a struct_ops image (BPF_TRAMP_F_INDIRECT), called through an ops table: the
+	// return address above rbp is the ops caller's, and there is no traced function.
+	Indirect bool
+	// RBXPushed: rbx is pushed below the frame (6.1), not stored in a frame slot.
+	RBXPushed bool
+	Args      [btfmodel.MaxFuncArgs]ArgLoc
 }
 
 // Layout computes the frame the kernel's x86 JIT builds for m under flags on kernel k, with
@@ -59,9 +65,11 @@ func Layout(m *btfmodel.FuncModel, flags jit.Flags, k btfmodel.Kernel) (StackLay
 // compute fills l for cookies fsession cookie slots; it follows the stack_size arithmetic at
 // the top of __arch_prepare_bpf_trampoline (6.12+) / arch_prepare_bpf_trampoline (6.1).
 func (l *StackLayout) compute(m *btfmodel.FuncModel, flags jit.Flags, p *profile, cookies int) error {
-	*l = StackLayout{NrArgs: len(m.Args), StackArgsOff: 0x18}
+	*l = StackLayout{NrArgs: len(m.Args), StackArgsOff: 0x18, Indirect: flags&jit.FlagIndirect != 0, RBXPushed: !p.rbxInFrame}
 	jmp := p.useJmp(flags)
-	if jmp {
+	if jmp || (flags&jit.FlagIndirect != 0 && p.indirectArgs16) {
+		// One return address below the arguments: entered by jmp, or called through an ops
+		// table (save_args' stack_args_off).
 		l.StackArgsOff = 0x10
 	}
 	for _, a := range m.Args {
@@ -125,4 +133,57 @@ func (l *StackLayout) compute(m *btfmodel.FuncModel, flags jit.Flags, p *profile
 		l.RBXOff = below + 8
 	}
 	return nil
+}
+
+// Diagram draws the frame from the caller's stack arguments down to rsp, one slot per line,
+// as rbp-relative offsets (the JIT's own addressing).
+func (l StackLayout) Diagram() string {
+	var b strings.Builder
+	row := func(off int, what string) { fmt.Fprintf(&b, "  [rbp%+5d]  %s\n", off, what) }
+	for j := l.StackSlots - 1; j >= 0; j-- {
+		row(l.StackArgsOff+8*j, fmt.Sprintf("caller's stack argument, slot %d", l.UsedRegs+j))
+	}
+	switch {
+	case l.Indirect:
+		row(8, "return into the ops table's caller (the image was called indirectly)")
+	case l.StackArgsOff == 0x10:
+		row(8, "return into the traced function's caller (entered by jmp)")
+	default:
+		row(16, "return into the traced function's caller")
+		row(8, "return into the traced function, past the patch site")
+	}
+	row(0, "the caller's rbp")
+	if l.SaveRet {
+		what := "return value of the original (CALL_ORIG) or of the programs (fmod_ret)"
+		if l.Indirect {
+			what = "the struct_ops program's return value (RET_FENTRY_RET), returned in rax"
+		}
+		row(-8, what)
+	}
+	for i := l.NrRegs - 1; i >= 0; i-- {
+		row(-(l.RegsOff - 8*i), fmt.Sprintf("argument slot %d, ctx[%d]", i, i))
+	}
+	row(-l.NregsOff, "argument slot count (func_meta), ctx[-1]")
+	if l.IPOff != l.NregsOff {
+		row(-l.IPOff, "traced function's address (IP_ARG), ctx[-2]")
+	}
+	for off := l.CookieOff; off > l.IPOff; off -= 8 {
+		row(-off, fmt.Sprintf("session cookie, ctx[-%d]", (off-l.RegsOff)/8))
+	}
+	if !l.RBXPushed {
+		row(-l.RBXOff, "saved rbx")
+	}
+	row(-(l.RunCtxOff - 8), "bpf_tramp_run_ctx.saved_run_ctx")
+	row(-l.RunCtxOff, "bpf_tramp_run_ctx.bpf_cookie")
+	for off := l.ArgStackOff; off > l.RunCtxOff; off -= 8 {
+		row(-off, "outgoing stack argument (or alignment pad) for the original")
+	}
+	if l.TailCallOff != 0 {
+		row(-l.TailCallOff, "tail_call_cnt_ptr (push rax)")
+	}
+	if l.RBXPushed {
+		row(-l.RBXOff, "saved rbx (push rbx)")
+	}
+	fmt.Fprintf(&b, "  rsp = rbp-%d (stack_size %d)\n", max(l.RBXOff, l.TailCallOff, l.StackSize), l.StackSize)
+	return b.String()
 }

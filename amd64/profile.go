@@ -59,6 +59,9 @@ type profile struct {
 	// progNop: each program block starts with a NOP5 and the ip_after_call NOP5 is gone
 	// (btfmodel.CapX86ProgNop).
 	progNop bool
+	// indirectArgs16: stack arguments of an INDIRECT (struct_ops) image are read at rbp+16
+	// (btfmodel.CapX86IndirectArgs); 6.12 reads them at rbp+24.
+	indirectArgs16 bool
 }
 
 // useJmp is bpf_trampoline_use_jmp: the original is called and no frame is skipped, which in
@@ -92,13 +95,15 @@ func profileFor(k btfmodel.Kernel) (*profile, error) {
 	p.ibt = k.Has(btfmodel.CapX86KernelIBT)
 	p.jmpMode = k.Has(btfmodel.CapX86JmpMode)
 	p.progNop = k.Has(btfmodel.CapX86ProgNop)
+	p.indirectArgs16 = k.Has(btfmodel.CapX86IndirectArgs)
 	return &p, nil
 }
 
 // feats are the switches in effect for one image: the request's features filtered by what
 // the profile's kernel can do.
 type feats struct {
-	endbrEntry bool // endbr64 first
+	endbrEntry bool // endbr64 first (6.1..6.7: every image)
+	ibtBuild   bool // EMIT_ENDBR emits endbr64 (emit_cfi's, with INDIRECT)
 	rethunk    bool // jmp x86_return_thunk instead of ret
 	int3       bool // int3 after ret
 	callDepth  bool // accounting template before the preamble and every emit_rsb_call
@@ -111,9 +116,9 @@ func (p *profile) feats(f jit.Features, flags jit.Flags) feats {
 	ibt := p.ibt || f.IBT
 	e := feats{rethunk: f.Rethunk, funcEndbr: ibt}
 	e.int3 = p.sls && !f.Rethunk
-	// 6.8+ gives only indirect (struct_ops) trampolines a landing pad. open: kCFI/FineIBT
-	// preambles (CONFIG_CFI_CLANG) are not modelled; Debian builds with GCC and has neither.
-	e.endbrEntry = ibt && (p.endbrEntry || flags&jit.FlagIndirect != 0)
+	// 6.8+ gives only indirect (struct_ops) trampolines a landing pad, written by emitCFI.
+	e.ibtBuild = ibt
+	e.endbrEntry = ibt && p.endbrEntry
 	// 6.1 predates call-depth tracking; the switch changes nothing there.
 	e.callDepth = f.CallDepth && p.callDepth
 	return e

@@ -47,6 +47,11 @@ func (Backend) Generate(t *jit.Tramp) (*jit.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.StructOps != nil {
+		if err := checkStructOps(t); err != nil {
+			return nil, err
+		}
+	}
 	n := len(t.Fentry) + len(t.ModRet) + len(t.Fexit)
 	g := gen{t: t, p: p, f: p.feats(t.Features, t.Flags), sec: -1}
 	if err := g.l.compute(t.Model, t.Flags, p, t.CookieSlots); err != nil {
@@ -81,14 +86,21 @@ func (g *gen) emit() error {
 	flags := t.Flags
 	callOrig := flags&jit.FlagCallOrig != 0
 
+	if flags&jit.FlagIndirect != 0 {
+		// struct_ops (6.8+): the CFI landing sequence instead of call-depth accounting.
+		g.open(SecCFI)
+		g.emitCFI()
+	} else {
+		g.open(jit.SecPrologue)
+		if g.f.endbrEntry {
+			a.endbr()
+		}
+		if g.f.callDepth {
+			// Direct trampolines account for the __fentry__ call that reached them.
+			g.callDepth()
+		}
+	}
 	g.open(jit.SecPrologue)
-	if g.f.endbrEntry {
-		a.endbr()
-	}
-	if g.f.callDepth && flags&jit.FlagIndirect == 0 {
-		// Direct trampolines account for the __fentry__ call that reached them.
-		g.callDepth()
-	}
 	a.push(RBP)
 	a.movRBPRSP()
 	a.subRSP(int32(l.StackSize))
@@ -127,7 +139,7 @@ func (g *gen) emit() error {
 	}
 
 	for i := range t.Fentry {
-		g.open(secName(jit.SecProg, 0, t.Fentry[i].Index))
+		g.open(g.progSection(&t.Fentry[i]))
 		g.cookieMeta(&t.Fentry[i], false)
 		if err := g.invokeProg(&t.Fentry[i], flags&jit.FlagRetFentryRet != 0); err != nil {
 			return err
