@@ -1,6 +1,8 @@
 package riscv64_test
 
 import (
+	"bytes"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"sort"
@@ -76,8 +78,9 @@ func TestStructOpsCaptures(t *testing.T) {
 			}
 		}
 		packed := checkPacking(t, dir, so)
-		t.Logf("%s: struct_ops regenerated %d/%d (%d images, verdicts %v); %d neighbours packed at the previous image + its size",
-			dir, match, len(so), images, count, packed)
+		golden := checkGoldenMembers(t, so)
+		t.Logf("%s: struct_ops regenerated %d/%d (%d images, verdicts %v); %d neighbours packed at the previous image + its size; %d curated golden members are the kernel's bytes at its addresses",
+			dir, match, len(so), images, count, packed, golden)
 	}
 	if total == 0 {
 		t.Skip("no riscv64 corpus has struct_ops cases yet (" + soCaptures + " not captured)")
@@ -124,6 +127,36 @@ func checkPacking(t *testing.T, dir string, cases []*kernel.CorpusCase) int {
 			continue
 		}
 		n++
+	}
+	return n
+}
+
+// checkGoldenMembers generates each curated struct_ops case (the golden listings) that has a
+// captured case of the same kernel, table and member at that case's addresses and CPU
+// features: it must be the kernel's image, so each golden listing is the kernel's code at
+// synthetic addresses.
+func checkGoldenMembers(t *testing.T, cases []*kernel.CorpusCase) int {
+	n := 0
+	for _, gc := range riscv64.StructOpsCases() {
+		for _, c := range cases {
+			r := c.Request
+			if c.Image == "" || r.Addrs == nil || r.Kernel != gc.Req.Kernel || *r.StructOps != *gc.Req.StructOps ||
+				r.Progs[0].Sleepable != gc.Req.Progs[0].Sleepable || r.Features.CFI != gc.Req.Features.CFI {
+				continue
+			}
+			req := gc.Req
+			req.Addrs, req.Features = r.Addrs, r.Features
+			_, img, err := jit.Generate(&req)
+			if err != nil {
+				t.Errorf("%s at %s's addresses: %v", gc.Name, c.ID, err)
+				break
+			}
+			if want, _ := hex.DecodeString(c.Image); !bytes.Equal(img.Code, want) {
+				t.Errorf("%s at %s's addresses differs from the kernel's image", gc.Name, c.ID)
+			}
+			n++
+			break
+		}
 	}
 	return n
 }

@@ -54,9 +54,9 @@ func implementable(t *testing.T, k btfmodel.Kernel) [][2]string {
 	return out
 }
 
-// structOpsCases are the curated struct_ops shapes: every return width sign_extend
+// StructOpsCases are the curated struct_ops shapes: every return width sign_extend
 // distinguishes, void members, the most arguments a member has, a sleepable program, kCFI.
-func structOpsCases() []jittest.Case {
+func StructOpsCases() []jittest.Case {
 	var out []jittest.Case
 	add := func(k btfmodel.Kernel, ops, member, variant string, edit func(*jit.Request)) {
 		req := structOpsReq(k, ops, member)
@@ -110,7 +110,7 @@ func generateCase(t *testing.T, req *jit.Request) (*jit.Tramp, *jit.Image) {
 // (GNU objdump) and, for the shapes the guests captured, by TestStructOpsCaptures.
 func TestGoldenStructOps(t *testing.T) {
 	dir := filepath.Join("testdata", "golden-struct_ops")
-	for _, c := range structOpsCases() {
+	for _, c := range StructOpsCases() {
 		t.Run(c.Name, func(t *testing.T) {
 			tr, img := generateCase(t, &c.Req)
 			var buf bytes.Buffer
@@ -171,7 +171,7 @@ func TestStructOpsObjdump(t *testing.T) {
 		}
 		t.Logf("%s: %d struct_ops images read as intended by objdump", k, n)
 	}
-	for _, c := range structOpsCases() {
+	for _, c := range StructOpsCases() {
 		tr, img := generateCase(t, &c.Req)
 		checkStructOpsImage(t, c.Name, tr, img)
 	}
@@ -295,7 +295,7 @@ func checkStructOpsImage(t *testing.T, name string, tr *jit.Tramp, img *jit.Imag
 // auipc+jalr. The real pass is shorter by 4 bytes for each call objdump reads as a jal
 // (a target within 1 MiB); the kCFI word counts in both.
 func TestStructOpsSize(t *testing.T) {
-	for _, c := range structOpsCases() {
+	for _, c := range StructOpsCases() {
 		tr, img := generateCase(t, &c.Req)
 		size, err := Backend{}.Size(tr)
 		if err != nil {
