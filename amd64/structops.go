@@ -141,6 +141,16 @@ func (Backend) ImageSize(t *jit.Tramp, img *jit.Image) (int, error) {
 	return len(img.Code) + insnSafety, nil
 }
 
+// Size is ImageSize of t's image, generated: what a caller laying out a whole ops table
+// advances by after this member.
+func (b Backend) Size(t *jit.Tramp) (int, error) {
+	img, err := b.Generate(t)
+	if err != nil {
+		return 0, err
+	}
+	return b.ImageSize(t, img)
+}
+
 // progSection names a program block; a struct_ops image's names the member it implements.
 func (g *gen) progSection(r *jit.ProgRef) string {
 	if g.t.StructOps != nil {
