@@ -127,9 +127,10 @@ func (Backend) EntryOffset(t *jit.Tramp) (int, error) {
 
 // ImageSize is what arch_prepare_bpf_trampoline returns for img, the amount a struct_ops
 // map advances its image offset by before the next member: the code plus BPF_INSN_SAFETY
-// where trampolines are written through a bpf_prog_pack buffer (6.7+, 6.12 and 7.2 here), the
-// code alone on 6.1, which writes the page in place. A member goes to a new page when this
-// size does not fit in what is left of the current one.
+// since the 6.7 series that moved trampolines into bpf_prog_pack ("bpf, x86: Adjust
+// arch_prepare_bpf_trampoline return value"; 6.12 and 7.2 here), the code alone on 6.1, which
+// writes its page in place (profile.alignImage marks the same split). A member goes to a new
+// page when this size does not fit in what is left of the current one.
 func (Backend) ImageSize(t *jit.Tramp, img *jit.Image) (int, error) {
 	p, err := profileFor(t.Kernel)
 	if err != nil {
