@@ -2,6 +2,7 @@ package arm64
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/jit"
@@ -156,3 +157,70 @@ func (l StackLayout) ArgOff(i int) int { return l.Args + 8*i }
 
 // NStack is the number of stack-passed argument slots.
 func (l StackLayout) NStack() int { return len(l.StackMask) }
+
+// Frames is which frame records an image builds above its locals.
+type Frames int
+
+const (
+	// TracingFrames: x29/x9 (the parent) then x29/x30 (the traced function's body).
+	TracingFrames Frames = iota
+	// StructOpsTwoFrames: 6.1's struct_ops image, built like a tracing one; x9 means nothing
+	// for an indirect call and x30 is the caller's return address.
+	StructOpsTwoFrames
+	// StructOpsOneFrame: is_struct_ops_tramp (6.9+): the x29/x30 record only.
+	StructOpsOneFrame
+)
+
+// Diagram draws the frame from the caller's stack arguments down to the final sp, one slot per
+// line, as sp-relative offsets (the kernel's addressing).
+func (l StackLayout) Diagram(f Frames) string {
+	var b strings.Builder
+	row := func(off int, what string) { fmt.Fprintf(&b, "  [sp+%3d]  %s\n", off, what) }
+	top := l.StackSize + 32 // the caller's stack arguments, above the frame records
+	if f == StructOpsOneFrame {
+		top = l.StackSize + 16
+	}
+	for k := l.NStack() - 1; k >= 0; k-- {
+		row(top+8*k, fmt.Sprintf("caller's stack argument, slot %d", l.NRegs+k))
+	}
+	switch f {
+	case StructOpsOneFrame:
+		row(l.StackSize+8, "x30: return into the indirect caller (ret x30)")
+		row(l.StackSize, "x29: the caller's frame pointer  <- x29")
+	case StructOpsTwoFrames:
+		row(l.StackSize+24, "x9: whatever the caller left in it  (frame 1)")
+		row(l.StackSize+16, "x29: the caller's frame pointer")
+		row(l.StackSize+8, "x30: return into the indirect caller (ret x10)  (frame 2)")
+		row(l.StackSize, "x29: frame 1  <- x29")
+	default:
+		row(l.StackSize+24, "x9: the parent's return address  (frame 1)")
+		row(l.StackSize+16, "x29: the caller's frame pointer")
+		row(l.StackSize+8, "x30: the traced function's body  (frame 2, retaddr_off)")
+		row(l.StackSize, "x29: frame 1  <- x29")
+	}
+	if l.StackSize-16 > l.Regs {
+		row(l.Regs+16, "padding to 16")
+	}
+	row(l.Regs+8, "saved x20")
+	row(l.Regs, "saved x19")
+	if l.SaveRet {
+		row(l.Retval, fmt.Sprintf("return value, ctx[%d]", l.NArgs))
+	}
+	for i := l.NArgs - 1; i >= 0; i-- {
+		row(l.ArgOff(i), fmt.Sprintf("argument slot %d, ctx[%d]", i, i))
+	}
+	row(l.NRegsOff, "argument slot count (func_meta), ctx[-1]")
+	if l.HasIP {
+		row(l.IP, "func_addr (IP_ARG), ctx[-2]")
+	}
+	for k := (l.IP-l.Cookies)/8 - 1; k >= 0; k-- {
+		row(l.Cookies+8*k, fmt.Sprintf("session cookie %d, ctx[-%d]", k, (l.Args-l.Cookies)/8-k))
+	}
+	row(l.RunCtx+8, "bpf_tramp_run_ctx.saved_run_ctx")
+	row(l.RunCtx, "bpf_tramp_run_ctx.bpf_cookie")
+	for k := l.RunCtx/8 - 1; k >= 0; k-- {
+		row(8*k, fmt.Sprintf("outgoing stack argument %d for the original", k))
+	}
+	fmt.Fprintf(&b, "  sp = x29-%d (stack_size %d)\n", l.StackSize, l.StackSize)
+	return b.String()
+}

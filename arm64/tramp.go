@@ -35,7 +35,7 @@ func (b Backend) Generate(t *jit.Tramp) (*jit.Image, error) {
 			return nil, reject(jit.EINVAL, fmt.Sprintf("instruction %d (offset %#x) could not be encoded", i, 4*i))
 		}
 	}
-	if !g.p.Limits.KernelFuncTargets && !t.ProgTarget {
+	if !g.p.Limits.KernelFuncTargets && !t.ProgTarget && t.StructOps == nil {
 		// register_fentry: the function is an ftrace site but tr->fops is NULL.
 		return nil, reject(jit.ENOTSUPP, fmt.Sprintf("%s arm64 cannot attach to kernel function %s (no ftrace direct calls before 6.4); only BPF-program targets", t.Kernel, t.Model.Name))
 	}
@@ -103,6 +103,9 @@ func (b Backend) prepare(t *jit.Tramp) (*gen, error) {
 		return nil, reject(jit.E2BIG, fmt.Sprintf("%d programs on one trampoline, at most %d", n, p.Limits.MaxTrampLinks))
 	}
 	g := &gen{p: p, t: t}
+	if err := g.checkStructOps(); err != nil {
+		return nil, err
+	}
 	if t.Fsessions > 0 && !p.Fsession {
 		return nil, reject(jit.ENOTSUPP, fmt.Sprintf("the %s arm64 JIT has no fsession support (bpf_jit_supports_fsession)", t.Kernel))
 	}
@@ -154,12 +157,17 @@ func (g *gen) run(sizing bool) []uint32 {
 	g.sec = ""
 	t, l, f := g.t, g.l, g.t.Flags
 
+	if t.StructOps != nil {
+		g.landing() // kCFI word, bti: sections of their own
+	}
 	g.open(jit.SecPrologue)
-	if t.Features.IBT {
+	if t.Features.IBT && t.StructOps == nil {
 		g.emit(BTIJC) // reached by bl, br (ftrace_caller, PLT) or blr
 	}
-	g.emit(PUSH(FP, X9), g.mov(FP, SP)) // frame 1: x9 = parent LR
-	g.emit(PUSH(FP, LR), g.mov(FP, SP)) // frame 2: x30 = patched function
+	if !g.oneFrame() {
+		g.emit(PUSH(FP, X9), g.mov(FP, SP)) // frame 1: x9 = parent LR
+	}
+	g.emit(PUSH(FP, LR), g.mov(FP, SP)) // frame 2: x30 = patched function (struct_ops: the caller)
 	g.emit(SUBI(true, SP, SP, l.StackSize))
 
 	if l.HasIP {
@@ -178,7 +186,7 @@ func (g *gen) run(sizing bool) []uint32 {
 		g.emit(STR(Reg(i), SP, l.ArgOff(i)))
 	}
 	for k, mask := range l.StackMask { // the BPF copy: the last slot's unused bytes cleared
-		g.emit(LDR(TMP, FP, StackArgBase+8*k))
+		g.emit(LDR(TMP, FP, g.stackArgBase()+8*k))
 		if mask != 0 {
 			g.emit(LSL(TMP, TMP, mask), LSR(TMP, TMP, mask))
 		}
@@ -196,7 +204,7 @@ func (g *gen) run(sizing bool) []uint32 {
 	}
 	for i := range t.Fentry {
 		pr := &t.Fentry[i]
-		g.open(secName(pr.Index, 0))
+		g.open(g.progSection(pr))
 		g.cookieMeta(pr, false)
 		g.invoke(*pr, f&jit.FlagRetFentryRet != 0)
 	}
@@ -265,7 +273,13 @@ func (g *gen) run(sizing bool) []uint32 {
 	if l.SaveRet {
 		g.emit(LDR(X0, SP, l.Retval))
 	}
-	g.emit(g.mov(SP, FP), POP(FP, LR), POP(FP, X9))
+	g.emit(g.mov(SP, FP))
+	if g.oneFrame() {
+		g.emit(POP(FP, LR), RET(LR)) // back to the indirect caller
+		g.open("")
+		return g.code
+	}
+	g.emit(POP(FP, LR), POP(FP, X9))
 	if f&jit.FlagSkipFrame != 0 {
 		g.emit(g.mov(LR, X9), RET(X9)) // straight back to the parent
 	} else {
@@ -367,7 +381,7 @@ func (g *gen) reloc(kind jit.RelocKind, sym string) {
 func (g *gen) open(name string) {
 	at := 4 * len(g.code)
 	if g.sec != "" && at > g.secAt && !g.sizing {
-		g.secs = append(g.secs, jit.Section{Name: g.sec, Start: g.secAt, End: at})
+		g.secs = append(g.secs, jit.Section{Name: g.sec, Start: g.secAt, End: at, Data: g.sec == SecCFI})
 	}
 	g.sec, g.secAt = name, at
 }

@@ -1,0 +1,538 @@
+package arm64_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trampjit/trampjit/arm64"
+	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/jit"
+	"github.com/trampjit/trampjit/kernel"
+)
+
+// soRequest is a struct_ops request for ops.member on kernel k's corpus BTF, at the synthetic
+// addresses.
+func soRequest(k btfmodel.Kernel, ops, member string) *jit.Request {
+	return &jit.Request{Arch: btfmodel.ARM64, Kernel: k, BTF: "../testdata/kernel/" + string(k) + "-arm64/vmlinux.btf.xz",
+		StructOps: &jit.StructOps{Ops: ops, Member: member}, Progs: []jit.Prog{{Kind: jit.StructOpsProg}}}
+}
+
+// soExpect writes the instruction sequence prepare_trampoline emits for a struct_ops link, read
+// from arch/arm64/net/bpf_jit_comp.c of each profile (6.1: both frames and the fentry-only
+// return through x10; 6.12 and 7.2: is_struct_ops_tramp's one frame and ret x30; 7.2: orr
+// moves, the W-form count, the program block's leading NOP), one GNU as statement per line.
+// "bl FUNC" lines are resolved by asmWords to the pc-relative offset of their line.
+func soExpect(k btfmodel.Kernel, tr *jit.Tramp, nargs int, saveRet bool) string {
+	var b strings.Builder
+	line := func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) }
+	v72, v61 := k == btfmodel.Kernel72, k == btfmodel.Kernel61
+	mov := func(d, n string) { // A64_MOV: orr on 7.2 unless sp is involved
+		if v72 && d != "sp" && n != "sp" {
+			line("orr %s, xzr, %s", d, n)
+		} else {
+			line("add %s, %s, #0", d, n)
+		}
+	}
+	addr := func(reg string, v uint64) { // emit_addr_mov_i64
+		line("movn %s, #%#x", reg, ^uint16(v))
+		line("movk %s, #%#x, lsl #16", reg, uint16(v>>16))
+		line("movk %s, #%#x, lsl #32", reg, uint16(v>>32))
+	}
+	call := func(v uint64) { // emit_call: bl in reach on 6.12+, else through x10
+		if !v61 {
+			if off := int64(v - tr.Image); off > -(128<<20) && off < 128<<20 {
+				line("bl %#x", v)
+				return
+			}
+		}
+		addr("x10", v)
+		line("blr x10")
+	}
+	args, retval := 24, 24+8*nargs
+	regs := retval
+	if saveRet {
+		regs += 8
+	}
+	stack := (regs + 16 + 15) &^ 15
+	if tr.Features.CFI == jit.CFIKCFI && v72 {
+		line(".word %#x", tr.Features.CFIHash)
+	}
+	if tr.Features.IBT {
+		line("bti jc")
+	}
+	if v61 {
+		line("stp x29, x9, [sp, #-16]!")
+		mov("x29", "sp")
+	}
+	line("stp x29, x30, [sp, #-16]!")
+	mov("x29", "sp")
+	line("sub sp, sp, #%d", stack)
+	if v72 {
+		line("movz w10, #%d", nargs)
+	} else {
+		line("movz x10, #%d", nargs)
+	}
+	line("str x10, [sp, #16]")
+	for i := 0; i < nargs; i++ {
+		line("str x%d, [sp, #%d]", i, args+8*i)
+	}
+	line("str x19, [sp, #%d]", regs)
+	line("str x20, [sp, #%d]", regs+8)
+	pr := tr.Fentry[0]
+	enter, exit := jit.EnterExit(k, pr.Prog)
+	if v72 {
+		line("nop")
+	}
+	line("str xzr, [sp, #0]")
+	addr("x19", pr.Addr)
+	mov("x0", "x19")
+	mov("x1", "sp")
+	call(tr.Helpers[enter])
+	mov("x20", "x0")
+	line("cbz x0, 1f")
+	line("add x0, sp, #%d", args)
+	call(pr.BPFFunc)
+	if saveRet {
+		line("str x0, [sp, #%d]", retval)
+	}
+	b.WriteString("1:\n")
+	mov("x0", "x19")
+	mov("x1", "x20")
+	mov("x2", "sp")
+	call(tr.Helpers[exit])
+	line("ldr x19, [sp, #%d]", regs)
+	line("ldr x20, [sp, #%d]", regs+8)
+	if saveRet {
+		line("ldr x0, [sp, #%d]", retval)
+	}
+	mov("sp", "x29")
+	line("ldp x29, x30, [sp], #16")
+	if v61 {
+		line("ldp x29, x9, [sp], #16")
+		mov("x10", "x30")
+		mov("x30", "x9")
+		line("ret x10")
+	} else {
+		line("ret x30")
+	}
+	return b.String()
+}
+
+// asmWords assembles src with GNU as at base: "bl ADDR" becomes "bl .+(ADDR-pc)" by counting
+// the statements before it (one word each; labels take none).
+func asmWords(t *testing.T, src string, base uint64) []uint32 {
+	t.Helper()
+	var out []string
+	pc := base
+	for _, l := range strings.Split(strings.TrimSpace(src), "\n") {
+		if strings.HasSuffix(l, ":") {
+			out = append(out, l)
+			continue
+		}
+		var target uint64
+		if n, _ := fmt.Sscanf(l, "bl %v", &target); n == 1 {
+			l = fmt.Sprintf("bl .%+d", int64(target-pc))
+		}
+		out = append(out, l)
+		pc += 4
+	}
+	return arm64.GNUAs(t, strings.Join(out, "\n"))
+}
+
+func words(code []byte) []uint32 {
+	w := make([]uint32, len(code)/4)
+	for i := range w {
+		w[i] = binary.LittleEndian.Uint32(code[4*i:])
+	}
+	return w
+}
+
+// TestStructOpsGNUAs: every profile's struct_ops image for a non-void (RET_FENTRY_RET) and a
+// void member, with and without the landing sequence, equals the kernel's sequence as GNU as
+// encodes it.
+func TestStructOpsGNUAs(t *testing.T) {
+	for _, c := range []struct {
+		k         btfmodel.Kernel
+		ops, mem  string
+		nargs     int
+		ret       bool
+		ibt, kcfi bool
+	}{
+		{btfmodel.Kernel61, "tcp_congestion_ops", "ssthresh", 1, true, false, false},
+		{btfmodel.Kernel61, "tcp_congestion_ops", "cong_avoid", 3, false, false, false},
+		{btfmodel.Kernel61, "bpf_dummy_ops", "test_2", 5, true, true, false},
+		{btfmodel.Kernel612, "tcp_congestion_ops", "ssthresh", 1, true, false, false},
+		{btfmodel.Kernel612, "tcp_congestion_ops", "cong_avoid", 3, false, false, false},
+		{btfmodel.Kernel612, "tcp_congestion_ops", "cong_avoid", 3, false, true, true}, // no kCFI word before 6.18
+		{btfmodel.Kernel72, "tcp_congestion_ops", "ssthresh", 1, true, false, false},
+		{btfmodel.Kernel72, "tcp_congestion_ops", "cong_avoid", 3, false, true, true},
+		{btfmodel.Kernel72, "sched_ext_ops", "enqueue", 2, false, false, true},
+		{btfmodel.Kernel72, "sched_ext_ops", "select_cpu", 3, true, true, false},
+	} {
+		name := fmt.Sprintf("%s-%s.%s-ibt=%v-kcfi=%v", c.k, c.ops, c.mem, c.ibt, c.kcfi)
+		t.Run(name, func(t *testing.T) {
+			req := soRequest(c.k, c.ops, c.mem)
+			req.Features.IBT = c.ibt
+			if c.kcfi {
+				req.Features.CFI, req.Features.CFIHash = jit.CFIKCFI, 0x3b9aca07
+			}
+			tr, img, err := jit.Generate(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Model.NrArgs() != c.nargs || (tr.Model.RetSize > 0) != c.ret {
+				t.Fatalf("model %s: %d args, ret %d; the test expects %d args, ret %v", tr.Model.Prototype(), tr.Model.NrArgs(), tr.Model.RetSize, c.nargs, c.ret)
+			}
+			want := asmWords(t, soExpect(c.k, tr, c.nargs, c.ret), tr.Image)
+			got := words(img.Code)
+			for i := 0; i < max(len(got), len(want)); i++ {
+				var g, w uint32
+				if i < len(got) {
+					g = got[i]
+				}
+				if i < len(want) {
+					w = want[i]
+				}
+				if g != w {
+					t.Fatalf("word %d (offset %#x): model %08x, GNU as %08x (model %d words, as %d)\n%s", i, 4*i, g, w, len(got), len(want), soExpect(c.k, tr, c.nargs, c.ret))
+				}
+			}
+		})
+	}
+}
+
+// TestStructOpsKCFI: the kCFI word cannot be captured here (Debian builds arm64 with GCC, no
+// CONFIG_CFI_CLANG), so it is checked against the source: emit_kcfi writes the hash as the
+// image's first word, before bti jc, only for INDIRECT images and only from the release that
+// added it (btfmodel.CapArm64KCFI); cfi_get_offset() = 4 moves the ops table's pointer past it.
+func TestStructOpsKCFI(t *testing.T) {
+	const hash = 0xd4202000 // AARCH64_BREAK_FAULT: validate_code refuses an image holding it
+	req := soRequest(btfmodel.Kernel72, "tcp_congestion_ops", "cong_avoid")
+	plain, err := packOf(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Features.CFI, req.Features.CFIHash = jit.CFIKCFI, 0x87654321
+	withCFI, err := packOf(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withCFI.pk.Len != plain.pk.Len+4 || withCFI.pk.Size != plain.pk.Size+4 || withCFI.pk.Entry != 4 || plain.pk.Entry != 0 {
+		t.Errorf("kCFI packing %+v, without %+v: want 4 more bytes, entry 4", withCFI.pk, plain.pk)
+	}
+	if got := withCFI.img.Code[:4]; string(got) != "\x21\x43\x65\x87" {
+		t.Errorf("first word % x, want the hash little-endian", got)
+	}
+	if s := withCFI.img.Sections[0]; s.Name != arm64.SecCFI || s.Start != 0 || s.End != 4 || !s.Data {
+		t.Errorf("first section %+v, want the cfi data word", s)
+	}
+	// The rest is the image without kCFI, 4 bytes later: bl offsets are pc-relative, and a call
+	// that stays in reach encodes the same.
+	if a, b := withCFI.img.Code[4:], plain.img.Code; len(a) != len(b) {
+		t.Errorf("%d bytes after the word, %d without kCFI", len(a), len(b))
+	}
+	req.Features.CFIHash = hash
+	if _, _, err := jit.Generate(req); !isErrno(err, jit.EINVAL) {
+		t.Errorf("hash %#x: %v, want validate_code's EINVAL", hash, err)
+	}
+	for _, k := range []btfmodel.Kernel{btfmodel.Kernel61, btfmodel.Kernel612} {
+		req := soRequest(k, "tcp_congestion_ops", "cong_avoid")
+		req.Features.CFI, req.Features.CFIHash = jit.CFIKCFI, 0x87654321
+		pk, err := packOf(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pk.pk.Entry != 0 || string(pk.img.Code[:4]) == "\x21\x43\x65\x87" {
+			t.Errorf("%s has no arm64 emit_kcfi, got entry %d, first word % x", k, pk.pk.Entry, pk.img.Code[:4])
+		}
+	}
+}
+
+type packed struct {
+	pk  arm64.Packing
+	img *jit.Image
+}
+
+func packOf(req *jit.Request) (packed, error) {
+	m, err := req.Model()
+	if err != nil {
+		return packed{}, err
+	}
+	tr, err := jit.Resolve(req, m)
+	if err != nil {
+		return packed{}, err
+	}
+	pk, img, err := arm64.Backend{}.Pack(tr)
+	return packed{pk, img}, err
+}
+
+func isErrno(err error, e jit.Errno) bool { return errors.Is(err, e) }
+
+// soTramp is a hand-built struct_ops Tramp for a member with n u64 arguments and a u64 return:
+// no table the corpora hold has a member with more than eight argument slots.
+func soTramp(t *testing.T, k btfmodel.Kernel, n int) *jit.Tramp {
+	t.Helper()
+	params := make([]string, n)
+	for i := range params {
+		params[i] = fmt.Sprintf("u64 a%d", i)
+	}
+	req := jit.Request{Arch: btfmodel.ARM64, Kernel: k, Proto: "u64 member(" + strings.Join(params, ", ") + ")", Progs: []jit.Prog{{Kind: jit.Fentry}}}
+	m, err := req.Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := jit.Resolve(&req, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.StructOps = &jit.StructOps{Ops: "test_ops", Member: "member"}
+	tr.Flags = jit.Flags(btfmodel.StructOpsFlags(m, k))
+	tr.Fentry[0].Prog.Kind = jit.StructOpsProg
+	tr.Func, tr.IP, tr.IM = 0, 0, 0
+	return tr
+}
+
+// TestStructOpsStackArgs: a member with more than eight argument slots. 6.12's JIT refuses it
+// as it refuses a tracing target (-ENOTSUPP); 7.2's save_args copies the stack arguments from
+// x29+16, above the one frame record (tracing: x29+32, above two).
+func TestStructOpsStackArgs(t *testing.T) {
+	if _, err := (arm64.Backend{}).Generate(soTramp(t, btfmodel.Kernel612, 9)); !isErrno(err, jit.ENOTSUPP) {
+		t.Errorf("6.12, 9 slots: %v, want ENOTSUPP", err)
+	}
+	if _, err := (arm64.Backend{}).Generate(soTramp(t, btfmodel.Kernel61, 9)); !isErrno(err, jit.ENOTSUPP) {
+		t.Errorf("6.1, 9 slots: %v, want ENOTSUPP", err)
+	}
+	tr := soTramp(t, btfmodel.Kernel72, 11)
+	img, err := arm64.Backend{}.Generate(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// After the eight register stores: ldr x10, [x29, #16+8k]; str x10, [sp, #args+8(8+k)].
+	want := arm64.GNUAs(t, "ldr x10, [x29, #16]\nstr x10, [sp, #88]\nldr x10, [x29, #24]\nstr x10, [sp, #96]\nldr x10, [x29, #32]\nstr x10, [sp, #104]\nstr x19, [sp, #120]")
+	got := words(img.Code)
+	at := -1
+	for i := range got {
+		if got[i] == want[0] {
+			at = i
+			break
+		}
+	}
+	if at < 0 || at+len(want) > len(got) {
+		t.Fatalf("no ldr x10, [x29, #16] in the image")
+	}
+	for i, w := range want {
+		if got[at+i] != w {
+			t.Errorf("stack-argument copy word %d: %08x, GNU as %08x", i, got[at+i], w)
+		}
+	}
+}
+
+// TestStructOpsPackTable lays a whole tcp_congestion_ops table out as the kernel packs it: each
+// member's image starts where the previous one's code ended (not at its sizing-pass size), a
+// member whose sizing pass does not fit in the rest of the page starts the next page (6.12+), and
+// 6.1's single page refuses with -EFBIG.
+func TestStructOpsPackTable(t *testing.T) {
+	members := []string{"ssthresh", "cong_avoid", "set_state", "cwnd_event", "in_ack_event", "pkts_acked", "min_tso_segs", "cong_control", "undo_cwnd", "sndbuf_expand", "init", "release"}
+	build := func(k btfmodel.Kernel, copies int) []*jit.Tramp {
+		var ts []*jit.Tramp
+		for c := 0; c < copies; c++ {
+			for _, mem := range members {
+				req := soRequest(k, "tcp_congestion_ops", mem)
+				m, err := req.Model()
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr, err := jit.Resolve(req, m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ts = append(ts, tr)
+			}
+		}
+		return ts
+	}
+	pages := []uint64{0xffff800080010000, 0xffff800080020000, 0xffff800080030000}
+	ts := build(btfmodel.Kernel612, 4) // 48 images: more than a page
+	pks, imgs, err := arm64.Backend{}.PackTable(pages, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, page, newPages := 0, 0, 0
+	for i, tr := range ts {
+		if pks[i].Len != len(imgs[i].Code) || pks[i].Size < pks[i].Len || pks[i].Entry != 0 {
+			t.Errorf("%d %s: packing %+v, code %d bytes", i, tr.StructOps, pks[i], len(imgs[i].Code))
+		}
+		if pks[i].Size > arm64.PageSize-off {
+			page, off = page+1, 0
+			newPages++
+		}
+		if want := pages[page] + uint64(off); tr.Image != want || imgs[i].Base != want {
+			t.Fatalf("%d %s at %#x, want %#x", i, tr.StructOps, tr.Image, want)
+		}
+		off += pks[i].Len
+	}
+	if newPages != 1 {
+		t.Errorf("48 images took %d new pages, want 1", newPages)
+	}
+	// The bl to bpf_func is one word, where the sizing pass reserved four.
+	if pks[0].Size-pks[0].Len != 12 {
+		t.Errorf("ssthresh: sizing %d, emitted %d: want the 3 words bl saves", pks[0].Size, pks[0].Len)
+	}
+	if _, _, err := (arm64.Backend{}).PackTable(pages[:1], build(btfmodel.Kernel612, 4)); !isErrno(err, jit.E2BIG) {
+		t.Errorf("48 images in one page on 6.12: %v, want E2BIG", err)
+	}
+	if _, _, err := (arm64.Backend{}).PackTable(pages, build(btfmodel.Kernel61, 4)); !isErrno(err, jit.EFBIG) {
+		t.Errorf("48 images on 6.1: %v, want EFBIG (one page per map)", err)
+	}
+	if _, _, err := (arm64.Backend{}).PackTable(pages[:1], build(btfmodel.Kernel61, 1)); err != nil {
+		t.Errorf("a whole table on 6.1: %v", err)
+	}
+}
+
+// soCaptures are the struct_ops captures not yet merged into testdata/kernel (one directory per
+// profile, corpus case format); the test skips a profile whose directory does not exist.
+const soCaptures = "/work/so-captures"
+
+// TestStructOpsCorpus regenerates every struct_ops case of the arm64 corpora and of the
+// struct_ops captures byte for byte (a refusal: the kernel's reason), at the kernel's addresses.
+func TestStructOpsCorpus(t *testing.T) {
+	for _, k := range btfmodel.Kernels {
+		for _, dir := range []string{filepath.Join("..", "testdata", "kernel", string(k)+"-arm64"), filepath.Join(soCaptures, string(k)+"-arm64")} {
+			if _, err := os.Stat(filepath.Join(dir, "cases.jsonl")); err != nil {
+				continue
+			}
+			t.Run(dir, func(t *testing.T) {
+				cases, err := kernel.ReadCorpus(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n, images, same := 0, 0, 0
+				for i := range cases {
+					c := &cases[i]
+					if c.Request == nil || c.Request.StructOps == nil {
+						continue
+					}
+					n++
+					if c.Image != "" {
+						images++
+					}
+					d := kernel.Diff(c)
+					if d.Verdict == kernel.Match {
+						same++
+						continue
+					}
+					t.Errorf("%s: %s at %#x: model %s, kernel %s %s", c.ID, d.Verdict, d.Offset, d.Model, d.Kernel, d.Note)
+				}
+				t.Logf("%s: %d struct_ops cases (%d images): %d/%d regenerated", dir, n, images, same, n)
+			})
+		}
+	}
+}
+
+// goldenSODir holds the annotated listings and frame diagrams of struct_ops images.
+const goldenSODir = "testdata/golden-structops"
+
+var goldenSO = []struct {
+	k         btfmodel.Kernel
+	ops, mem  string
+	ibt, kcfi bool
+	sleepable bool
+}{
+	{k: btfmodel.Kernel61, ops: "tcp_congestion_ops", mem: "ssthresh"},
+	{k: btfmodel.Kernel61, ops: "tcp_congestion_ops", mem: "cong_avoid"},
+	{k: btfmodel.Kernel612, ops: "tcp_congestion_ops", mem: "ssthresh"},
+	{k: btfmodel.Kernel612, ops: "tcp_congestion_ops", mem: "cong_avoid"},
+	{k: btfmodel.Kernel612, ops: "bpf_dummy_ops", mem: "test_sleepable", sleepable: true},
+	{k: btfmodel.Kernel72, ops: "tcp_congestion_ops", mem: "ssthresh"},
+	{k: btfmodel.Kernel72, ops: "tcp_congestion_ops", mem: "cong_avoid"},
+	{k: btfmodel.Kernel72, ops: "sched_ext_ops", mem: "select_cpu"},
+	{k: btfmodel.Kernel72, ops: "tcp_congestion_ops", mem: "cong_avoid", ibt: true, kcfi: true},
+}
+
+// TestGoldenStructOps keeps the listings (-update rewrites them). Each image is also the
+// kernel's sequence as GNU as encodes it, and, where a capture of the member exists, the
+// captured image modulo addresses.
+func TestGoldenStructOps(t *testing.T) {
+	captured := map[string]*kernel.CorpusCase{} // kernel/ops.member -> a captured image
+	for _, k := range btfmodel.Kernels {
+		for _, dir := range []string{filepath.Join("..", "testdata", "kernel", string(k)+"-arm64"), filepath.Join(soCaptures, string(k)+"-arm64")} {
+			cases, err := kernel.ReadCorpus(dir)
+			if err != nil {
+				continue
+			}
+			for i := range cases {
+				if c := &cases[i]; c.Request != nil && c.Request.StructOps != nil && c.Image != "" {
+					captured[string(k)+"/"+c.Request.StructOps.String()] = c
+				}
+			}
+		}
+	}
+	for _, g := range goldenSO {
+		name := fmt.Sprintf("%s-%s.%s", g.k, g.ops, g.mem)
+		if g.ibt {
+			name += "-bti"
+		}
+		if g.kcfi {
+			name += "-kcfi"
+		}
+		t.Run(name, func(t *testing.T) {
+			req := soRequest(g.k, g.ops, g.mem)
+			req.Progs[0].Sleepable = g.sleepable
+			req.Features.IBT = g.ibt
+			if g.kcfi {
+				req.Features.CFI, req.Features.CFIHash = jit.CFIKCFI, 0x3b9aca07
+			}
+			tr, img, err := jit.Generate(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := asmWords(t, soExpect(g.k, tr, tr.Model.NrArgs(), tr.Model.RetSize > 0), tr.Image)
+			if got := words(img.Code); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("differs from GNU as's encoding of the kernel's sequence")
+			}
+			if c := captured[string(g.k)+"/"+req.StructOps.String()]; c != nil && !g.ibt && !g.kcfi {
+				kimg, _ := hex.DecodeString(c.Image)
+				if err := kernel.SameModuloAddresses(string(btfmodel.ARM64), img.Code, kimg); err != nil {
+					t.Errorf("differs from the captured %s: %v", c.ID, err)
+				}
+			}
+			p, err := arm64.ProfileFor(g.k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := arm64.Layout(p, tr.Model, tr.Flags, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := jit.WriteImage(&buf, tr, img, arm64.Disassembler{}, jit.Palette{}); err != nil {
+				t.Fatal(err)
+			}
+			frames := arm64.StructOpsTwoFrames
+			if p.StructOpsOneFrame {
+				frames = arm64.StructOpsOneFrame
+			}
+			fmt.Fprintf(&buf, "\n# frame\n%s", l.Diagram(frames))
+			path := filepath.Join(goldenSODir, name+".txt")
+			if updating() {
+				if err := os.MkdirAll(goldenSODir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, buf.Bytes()) {
+				t.Errorf("%s differs from the generated listing (%v); if intended, rerun with -update and review\n%s", path, err, buf.String())
+			}
+		})
+	}
+}
