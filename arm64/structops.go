@@ -154,3 +154,26 @@ func (b Backend) PackTable(pages []uint64, ts []*jit.Tramp) ([]Packing, []*jit.I
 	}
 	return pks, imgs, nil
 }
+
+// EntryOffset is where the ops table points into t's image (bpf_struct_ops_map_update_elem
+// stores image + cfi_get_offset()): 4 past a kCFI word, else 0.
+func (b Backend) EntryOffset(t *jit.Tramp) (int, error) {
+	g, err := b.prepare(t)
+	if err != nil {
+		return 0, err
+	}
+	if g.kcfi() {
+		return 4, nil
+	}
+	return 0, nil
+}
+
+// ImageSize is what arch_prepare_bpf_trampoline returns for img, the amount a struct_ops map
+// advances its image offset by before the next member: the emitted code, on every profile
+// (ctx.idx * AARCH64_INSN_SIZE; 6.1 returns the same after writing in place).
+func (Backend) ImageSize(t *jit.Tramp, img *jit.Image) (int, error) {
+	if t.StructOps == nil {
+		return 0, fmt.Errorf("arm64: ImageSize is for struct_ops images")
+	}
+	return len(img.Code), nil
+}

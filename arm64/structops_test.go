@@ -536,3 +536,30 @@ func TestGoldenStructOps(t *testing.T) {
 		})
 	}
 }
+
+// TestStructOpsEntryAndImageSize: the ops table's pointer and the packing advance agree with
+// Pack: 4 past a kCFI word on 7.2 (none on 6.12, whose JIT has no emit_kcfi), and the emitted
+// code, which is shorter than the sizing pass when a call became bl.
+func TestStructOpsEntryAndImageSize(t *testing.T) {
+	for _, c := range []struct {
+		k     btfmodel.Kernel
+		entry int
+	}{{btfmodel.Kernel612, 0}, {btfmodel.Kernel72, 4}} {
+		req := soRequest(c.k, "tcp_congestion_ops", "ssthresh")
+		req.Features.CFI, req.Features.CFIHash = jit.CFIKCFI, 0x3b9aca07
+		tr, img, err := jit.Generate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := arm64.Backend{}
+		if e, err := b.EntryOffset(tr); err != nil || e != c.entry {
+			t.Errorf("%s: EntryOffset %d, %v; want %d", c.k, e, err, c.entry)
+		}
+		if n, err := b.ImageSize(tr, img); err != nil || n != len(img.Code) {
+			t.Errorf("%s: ImageSize %d, %v; want the %d bytes emitted", c.k, n, err, len(img.Code))
+		}
+		if size, err := b.Size(tr); err != nil || size <= len(img.Code) {
+			t.Errorf("%s: Size %d, %v; want the sizing pass, more than the %d bytes emitted", c.k, size, err, len(img.Code))
+		}
+	}
+}
