@@ -156,8 +156,12 @@ func (c *checker) session(e, o *event, name func() string) {
 // expected value.
 func (c *checker) final(regs []uint64, counter int) {
 	l, x := c.l, c.l.exp
-	if regs[0] != x.ret {
-		c.add(CheckRet, fmt.Sprintf("caller got %#x, expected %#x", regs[0], x.ret))
+	if (regs[0]^x.ret)&x.retMask != 0 {
+		if x.retMask == ^uint64(0) {
+			c.add(CheckRet, fmt.Sprintf("caller got %#x, expected %#x", regs[0], x.ret))
+		} else {
+			c.add(CheckRet, fmt.Sprintf("caller got %#x, expected %#x in the bits %#x", regs[0], x.ret, x.retMask))
+		}
 	}
 	if regs[1] != sp0 {
 		c.add(CheckSP, fmt.Sprintf("stack pointer %#x after the call, expected %#x", regs[1], uint64(sp0)))

@@ -60,6 +60,9 @@ func nativeRequest(req *jit.Request) *jit.Request {
 	}
 	r := *req
 	r.Addrs = NativeAddrs(req.Kernel, len(req.Progs))
+	if req.StructOps != nil {
+		r.Addrs.Func, r.Addrs.IP, r.Addrs.IM = 0, 0, 0 // no traced function, no bpf_tramp_image
+	}
 	return &r
 }
 
@@ -73,7 +76,10 @@ func checkNative(req *jit.Request) error {
 		return fmt.Errorf("emu: the native engine runs x86_64 images only, not %s", req.Arch)
 	}
 	a := Addrs(req)
-	all := []jit.Addr{a.Image, a.Func, a.IP}
+	all := []jit.Addr{a.Image}
+	if req.StructOps == nil {
+		all = append(all, a.Func, a.IP)
+	}
 	for _, p := range a.Progs {
 		all = append(all, p.BPFFunc)
 	}

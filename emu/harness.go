@@ -111,6 +111,9 @@ type Loaded struct {
 	inRegs   []uc.Reg   // written before each Call: callee-saved, then sp
 	inVals   []uint64
 	faulted  bool // the last traced run ended on a memory fault
+	// landing are a struct_ops image's entry problems (structOpsLanding): the indirect
+	// call would fault there.
+	landing []string
 }
 
 // Load maps code (the image bytes, at addrs.Image) for req with the given model and
@@ -227,7 +230,7 @@ func (h *Harness) prepare(req *jit.Request, m *btfmodel.FuncModel, addrs *jit.Ad
 			return nil, nil, err
 		}
 		pr.script = script[:n]
-		cc := &callerCheck{scriptEnd: scriptBase + uint64(n), ret: l.exp.ret, canaries: map[uc.Reg]uint64{}}
+		cc := &callerCheck{scriptEnd: scriptBase + uint64(n), ret: l.exp.ret, retMask: l.exp.retMask, canaries: map[uc.Reg]uint64{}}
 		for i, r := range cs {
 			cc.canaries[r] = l.canary[i]
 		}

@@ -100,6 +100,12 @@ func buildStubs(tg target, a *jit.Addrs, progs []jit.Prog, retFor func(int) uint
 	return out, ids, nil
 }
 
+// progClobberer is a target whose programs return in more than the return register
+// (riscv64: a5 = R0 beside a0): their stubs' clobber routine spares those.
+type progClobberer interface {
+	progClobberRoutine() []byte
+}
+
 // clusterGap separates clusters of pieces: code placed just past a cluster is within a
 // direct branch (±128 MiB on arm64) of all of it and far from any other cluster.
 const clusterGap = 1 << 20
@@ -136,7 +142,7 @@ func placeAfter(ps []piece, addr uint64) uint64 {
 // cluster: a pair of clobber routines (with clobber) and a fail address (native checks).
 // It rebuilds the stubs with those addresses and returns all pieces with the new ones.
 func addClusterCode(tg target, all []piece, clobber, native bool) ([]piece, error) {
-	type extra struct{ keep, every, fail uint64 }
+	type extra struct{ keep, every, prog, fail uint64 }
 	extras := map[uint64]extra{} // cluster start -> its code
 	for i, n := 0, len(all); i < n; i++ {
 		if all[i].hook == stubNone || !(all[i].routine || all[i].native != nil) {
@@ -150,7 +156,12 @@ func addClusterCode(tg target, all []piece, clobber, native bool) ([]piece, erro
 				keep := piece{name: "clobber routine", addr: at, code: tg.clobberRoutine(true)}
 				every := piece{name: "clobber routine", addr: keep.end(), code: tg.clobberRoutine(false)}
 				all = append(all, keep, every)
-				x.keep, x.every, at = keep.addr, every.addr, every.end()
+				x.keep, x.every, x.prog, at = keep.addr, every.addr, keep.addr, every.end()
+				if pk, ok := tg.(progClobberer); ok {
+					prog := piece{name: "clobber routine", addr: at, code: pk.progClobberRoutine()}
+					all = append(all, prog)
+					x.prog, at = prog.addr, prog.end()
+				}
 			}
 			if native {
 				f := piece{name: "fail", addr: at, code: tg.failStub(), fail: true}
@@ -160,7 +171,10 @@ func addClusterCode(tg target, all []piece, clobber, native bool) ([]piece, erro
 			extras[cs] = x
 		}
 		r := x.every
-		if all[i].keepRet {
+		switch {
+		case all[i].keepRet && all[i].hook == stubProg:
+			r = x.prog
+		case all[i].keepRet:
 			r = x.keep
 		}
 		if all[i].native == nil {
@@ -254,6 +268,9 @@ func pageRuns(ps []piece) [][2]uint64 {
 // checks, nc != nil). It returns the pieces, the helpers' script ids and the fail
 // addresses.
 func (h *Harness) layOut(l *Loaded, nc *nativeCfg) ([]piece, map[string]int, []uint64, error) {
+	if l.req.StructOps != nil {
+		return h.layOutStructOps(l, nc)
+	}
 	req, m, addrs, o, code := l.req, l.m, l.addrs, &l.opts, l.code
 	site := &siteSpec{fn: uint64(addrs.Func), ip: uint64(addrs.IP), image: l.image, progTarget: req.Target == "bpf",
 		ibt: req.Features.IBT, slots: l.locs, retSize: m.RetSize, constRet: o.TargetRet, clobber: o.Clobber,

@@ -120,5 +120,6 @@ func buildScript(dst []byte, x *expectation, ids map[string]int) (int, error) {
 type callerCheck struct {
 	scriptEnd uint64
 	ret       uint64
+	retMask   uint64 // the bits of ret compared: all, a member's width, or none (void)
 	canaries  map[uc.Reg]uint64
 }

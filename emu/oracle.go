@@ -76,6 +76,9 @@ type expectation struct {
 	retSlot bool        // the trampoline has a return value slot (CALL_ORIG or RET_FENTRY_RET)
 	session bool        // an fsession program is attached: ctx[-1] is func_meta
 	sessIdx map[int]int // cookie index of each bpf_session_cookie program
+	// retMask are the bits of ret the caller must get (0: none, a void struct_ops member).
+	retMask   uint64
+	structOps bool // a struct_ops image (structops.go)
 }
 
 // listOf is the trampoline list a program joins first (bpf_attach_type_to_tramp): LSM
@@ -210,6 +213,9 @@ func seenWords(req *jit.Request, m *btfmodel.FuncModel, args []uint64) (progs, o
 // arches copy enter's result (rbx, x20) before testing it (arm64 6.1.20 tested first, but
 // Debian's 6.1.176 has "bpf, arm64: Fix incorrect runtime stats").
 func expect(req *jit.Request, m *btfmodel.FuncModel, a *jit.Addrs, o *Options) (*expectation, error) {
+	if req.StructOps != nil {
+		return expectStructOps(req, m, a, o)
+	}
 	nregs := m.NrRegs()
 	if len(o.Args) != nregs {
 		return nil, fmt.Errorf("%d argument words for %d register slots", len(o.Args), nregs)
@@ -217,7 +223,7 @@ func expect(req *jit.Request, m *btfmodel.FuncModel, a *jit.Addrs, o *Options) (
 	flags := trampFlags(req, m)
 	progSees, calledSees := seenWords(req, m, o.Args)
 	x := &expectation{nregs: nregs, flags: flags, seen: progSees, fn: uint64(a.Func),
-		im: uint64(a.IM), ipArg: flags&jit.FlagIPArg != 0,
+		im: uint64(a.IM), ipArg: flags&jit.FlagIPArg != 0, retMask: ^uint64(0),
 		retSlot: flags&(jit.FlagCallOrig|jit.FlagRetFentryRet) != 0}
 	x.progs = make([]expProg, len(req.Progs))
 	modIdx := map[int]int{} // attach index -> position among fmod_ret programs (attach order)

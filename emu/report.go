@@ -61,6 +61,10 @@ type Report struct {
 	// Libunicorn is the version of the libunicorn a Unicorn run ran on (uc_version),
 	// e.g. "2.1.4"; emulation speed and some behaviour depend on it.
 	Libunicorn string `json:"libunicorn,omitempty"`
+	// StructOps is the ops table member of a struct_ops image ("tcp_congestion_ops.cong_avoid"),
+	// called through the table's pointer by the harness's caller; empty for a trampoline of a
+	// traced function.
+	StructOps string `json:"struct_ops,omitempty"`
 }
 
 // ProgReport is what one program saw on the first call, in attach order. Ctx holds the
@@ -125,10 +129,11 @@ const (
 	CheckCalleeSaved = "callee_saved" // callee-saved registers intact
 	CheckSP          = "sp"           // stack pointer intact
 	CheckStackArgs   = "stack_args"   // stack arguments and the caller's frame untouched
+	CheckLanding     = "landing"      // struct_ops: the entry is a legal indirect call target (IBT/BTI, kCFI hash)
 )
 
 var checkOrder = []string{CheckRun, CheckMemory, CheckBudget, CheckOrder, CheckHelperArgs, CheckCtx,
-	CheckNrArgs, CheckFuncIP, CheckRetval, CheckSession, CheckOriginal, CheckRet, CheckCalleeSaved, CheckSP, CheckStackArgs}
+	CheckNrArgs, CheckFuncIP, CheckRetval, CheckSession, CheckOriginal, CheckRet, CheckCalleeSaved, CheckSP, CheckStackArgs, CheckLanding}
 
 // Failed returns the checks that failed.
 func (r *Report) Failed() []Check {
@@ -155,8 +160,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Libunicorn != "" {
 		fmt.Fprintf(&b, ", libunicorn %s", r.Libunicorn)
 	}
-	fmt.Fprintf(&b, ")\nargs      %s\nreturned  %#x", hexList(r.Args), r.Ret)
-	if !r.OriginalCalled {
+	fmt.Fprintf(&b, ")\n")
+	if r.StructOps != "" {
+		fmt.Fprintf(&b, "called    %s through the ops table's pointer\n", r.StructOps)
+	}
+	fmt.Fprintf(&b, "args      %s\nreturned  %#x", hexList(r.Args), r.Ret)
+	if !r.OriginalCalled && r.StructOps == "" {
 		b.WriteString("  (original skipped)")
 	}
 	b.WriteString("\n\nPROG  KIND      RAN  COOKIE              CTX\n")

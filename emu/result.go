@@ -40,12 +40,21 @@ func (l *Loaded) report(x uc.Exit, err error) *Report {
 			fails = append(fails, Check{Name: CheckRun, Detail: fmt.Sprintf("%d of %d calls returned (%s at pc %s)", l.hits, l.count, x.Reason, l.where(x.PC))})
 		}
 	}
+	if l.req.StructOps != nil {
+		r.StructOps = l.req.StructOps.String()
+		for _, d := range l.landing {
+			fails = append(fails, Check{Name: CheckLanding, Detail: d})
+		}
+	}
 	by := map[string][]string{}
 	for _, f := range fails {
 		by[f.Name] = append(by[f.Name], f.Detail)
 	}
 	r.OK = len(fails) == 0
 	for _, name := range checkOrder {
+		if name == CheckLanding && l.req.StructOps == nil {
+			continue // only an indirectly called image has a landing to check
+		}
 		d := by[name]
 		c := Check{Name: name, OK: len(d) == 0}
 		if len(d) > 4 {
@@ -63,6 +72,9 @@ func (l *Loaded) report(x uc.Exit, err error) *Report {
 	}
 	if l.haveR {
 		r.Ret = l.firstR
+		if l.exp.structOps {
+			r.Ret &= l.exp.retMask // what the member's type makes of it (both ways of checking agree)
+		}
 	}
 	r.Programs = l.programs(evs)
 	for i := range evs {
@@ -134,8 +146,16 @@ func (l *Loaded) passDetail(name string) string {
 	case CheckOrder:
 		return fmt.Sprintf("%d calls in order", len(x.events))
 	case CheckRet:
+		if x.structOps {
+			return l.structOpsRetDetail()
+		}
 		return fmt.Sprintf("%#x", x.ret)
+	case CheckLanding:
+		return l.landingDetail()
 	case CheckOriginal:
+		if x.structOps {
+			return "none called (a struct_ops image has no original, no __bpf_tramp_enter/exit)"
+		}
 		if x.orig {
 			return "called with the arguments"
 		}

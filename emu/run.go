@@ -37,7 +37,11 @@ func Addrs(req *jit.Request) *jit.Addrs {
 	if req.Addrs != nil {
 		return req.Addrs
 	}
-	return jit.Synthetic(req.Arch, req.Kernel, len(req.Progs))
+	a := jit.Synthetic(req.Arch, req.Kernel, len(req.Progs))
+	if req.StructOps != nil {
+		a.Func, a.IP, a.IM = 0, 0, 0 // as jit.Resolve lays a struct_ops image out
+	}
+	return a
 }
 
 // Generate builds trampjit's image for req (jit.Generate, with the model it used).

@@ -375,8 +375,16 @@ func (a64) nativeCaller(base, fn uint64, regs []uint64, cc *callerCheck) ([]byte
 	a = a.w(0xaa1f03ef) // mov x15, xzr
 	a = a.mov64(17, cc.scriptEnd)
 	differ(21)
-	a = a.mov64(17, cc.ret)
-	differ(0)
+	switch cc.retMask {
+	case 0: // a void struct_ops member: nothing is required of x0
+	case ^uint64(0):
+		a = a.mov64(17, cc.ret)
+		differ(0)
+	default: // the member's width, zero-extended into x16
+		ext := map[uint64]uint32{0xff: 0x53001c10, 0xffff: 0x53003c10, 0xffffffff: 0x2a0003f0} // uxtb, uxth, mov w16, w0
+		a = a.w(ext[cc.retMask]).mov64(17, cc.ret&cc.retMask)
+		differ(16)
+	}
 	a = a.w(0x910003f0).mov64(17, sp0) // mov x16, sp
 	differ(16)
 	for _, n := range []int{19, 20, 23, 24, 25, 26, 27, 29} {

@@ -3,6 +3,7 @@ package emu
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 
 	uc "github.com/trampjit/trampjit/emu/unicorn"
 )
@@ -281,6 +282,16 @@ func (rv64) progStub(at, ret, routine uint64) ([]byte, error) {
 
 func (rv64) clobberRoutine(keepRet bool) []byte { return rvasm(nil).clobber(keepRet).w(rvRet) }
 
+// progClobberRoutine is a program stub's: a JITed BPF program returns R0 in a5 as well as
+// sext32(R0) in a0, and struct_ops images return a5 (the a5 slot), so both stay.
+func (rv64) progClobberRoutine() []byte {
+	var a rvasm
+	for _, n := range []int{5, 6, 7, 11, 12, 13, 14, 16, 17, 28, 29, 30, 31} { // not a0, a5
+		a = a.w(rvLui(n, 0xde000|uint32(n)))
+	}
+	return a.w(rvRet)
+}
+
 func (rv64) enterStub(at, routine uint64) ([]byte, error) {
 	return rvasm(nil).w(rvMv(rvA0, rvT3)).tail(at, routine)
 }
@@ -465,8 +476,17 @@ func (rv64) nativeCaller(base, fn uint64, regs []uint64, cc *callerCheck) ([]byt
 	a = a.w(rvMv(rvT6, rvZero))
 	a = a.li(rvT5, cc.scriptEnd)
 	differ(rvS9)
-	a = a.li(rvT5, cc.ret)
-	differ(rvA0)
+	switch cc.retMask {
+	case 0: // a void struct_ops member: nothing is required of a0
+	case ^uint64(0):
+		a = a.li(rvT5, cc.ret)
+		differ(rvA0)
+	default: // the member's width, zero-extended into t4
+		sh := 64 - bits.Len64(cc.retMask)
+		a = a.w(rvSlli(rvT4, rvA0, sh), rvSrli(rvT4, rvT4, sh))
+		a = a.li(rvT5, cc.ret&cc.retMask)
+		differ(rvT4)
+	}
 	a = a.li(rvT5, sp0)
 	differ(rvSP)
 	for i := 0; i <= 8; i++ { // s0-s8; s9, s10 are the checks' own

@@ -419,9 +419,19 @@ func (t x86) nativeCaller(base, fn uint64, regs []uint64, cc *callerCheck) ([]by
 	a = a.movabs(xR11, cc.scriptEnd)
 	a = append(a, 0x4d, 0x39, 0xdc) // cmp r12, r11: every scripted call came
 	jne()
-	a = a.movabs(xR11, cc.ret)
-	a = append(a, 0x4c, 0x39, 0xd8) // cmp rax, r11
-	jne()
+	switch cc.retMask {
+	case 0: // a void struct_ops member: nothing is required of rax
+	case ^uint64(0):
+		a = a.movabs(xR11, cc.ret)
+		a = append(a, 0x4c, 0x39, 0xd8) // cmp rax, r11
+		jne()
+	default: // the member's width
+		a = a.movabs(xR11, cc.retMask)
+		a = append(a, 0x49, 0x21, 0xc3) // and r11, rax
+		a = a.movabs(xR11-1, cc.ret&cc.retMask)
+		a = append(a, 0x4d, 0x39, 0xd3) // cmp r11, r10
+		jne()
+	}
 	a = append(a, 0x48, 0x81, 0xfc) // cmp rsp, imm32
 	a = binary.LittleEndian.AppendUint32(a, sp0)
 	jne()

@@ -1,0 +1,208 @@
+package emu_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/emu"
+	"github.com/trampjit/trampjit/jit"
+)
+
+// structOpsReq is a struct_ops request for member "ops.member" of the corpus kernel's BTF.
+func structOpsReq(arch btfmodel.Arch, k btfmodel.Kernel, member string, p jit.Prog) *jit.Request {
+	ops, mem, _ := strings.Cut(member, ".")
+	p.Kind = jit.StructOpsProg
+	return &jit.Request{Arch: arch, Kernel: k, BTF: fmt.Sprintf("../testdata/kernel/%s-%s/vmlinux.btf.xz", k, arch),
+		StructOps: &jit.StructOps{Ops: ops, Member: mem}, Progs: []jit.Prog{p}}
+}
+
+// structOpsProfiles are the corpora whose BTF has the ops tables (riscv64 has no 6.1: no
+// trampoline before 6.3).
+var structOpsProfiles = []struct {
+	arch btfmodel.Arch
+	k    btfmodel.Kernel
+}{
+	{btfmodel.AMD64, btfmodel.Kernel61}, {btfmodel.ARM64, btfmodel.Kernel61},
+	{btfmodel.AMD64, btfmodel.Kernel612}, {btfmodel.ARM64, btfmodel.Kernel612}, {btfmodel.RISCV64, btfmodel.Kernel612},
+	{btfmodel.AMD64, btfmodel.Kernel72}, {btfmodel.ARM64, btfmodel.Kernel72}, {btfmodel.RISCV64, btfmodel.Kernel72},
+}
+
+// TestStructOpsSemantics runs trampjit's struct_ops images through the synthetic caller and
+// checks what the kernel's code implies, written out by hand: the program sees the member's
+// arguments as full words, the caller gets the program's R0 in the member's width (riscv64:
+// a0 re-derived from a5 by the member's type), a recursion miss skips the program and
+// returns the unwritten slot (the stack poison), nothing else is called. Both ways of
+// checking must report the same.
+func TestStructOpsSemantics(t *testing.T) {
+	const r0 = 0x1234_5678_8765_4381 // low byte, half and word negative as signed types
+	type member struct {
+		name  string
+		nargs int
+		// ret is what the caller gets per arch family (x86/arm64, riscv64); void: -
+		x86, rv uint64
+		void    bool
+	}
+	common := []member{
+		{name: "tcp_congestion_ops.ssthresh", nargs: 1, x86: 0x87654381, rv: 0xffffffff87654381},
+		{name: "tcp_congestion_ops.cong_avoid", nargs: 3, void: true},
+		{name: "bpf_dummy_ops.test_2", nargs: 5, x86: 0x87654381, rv: 0xffffffff87654381},
+	}
+	for _, p := range structOpsProfiles {
+		ms := common
+		if p.k == btfmodel.Kernel72 {
+			ms = append(ms[:len(ms):len(ms)],
+				member{name: "sched_ext_ops.yield", nargs: 2, x86: 0x81, rv: r0},                            // bool: mv a0, a5
+				member{name: "sched_ext_ops.select_cpu", nargs: 3, x86: 0x87654381, rv: 0xffffffff87654381}, // s32
+				member{name: "Qdisc_ops.dequeue", nargs: 1, x86: r0, rv: r0})                                // a pointer
+		}
+		for _, m := range ms {
+			for _, miss := range []bool{false, true} {
+				name := fmt.Sprintf("%s-%s/%s/miss=%v", p.k, p.arch, m.name, miss)
+				r := structOpsReq(p.arch, p.k, m.name, jit.Prog{})
+				o := emu.Options{RetValues: []uint64{r0}, Clobber: true, Count: 3}
+				if miss {
+					o.Miss = []int{0}
+				}
+				rep := mustRun(t, r, o)
+				if !rep.OK {
+					t.Errorf("%s: fails the oracle:%s", name, failures(rep))
+					continue
+				}
+				want := m.x86
+				if p.arch == btfmodel.RISCV64 {
+					want = m.rv
+				}
+				if miss {
+					// The unwritten slot: the poison, as the member's type makes it.
+					want = 0xeeeeeeeeeeeeeeee & mask(p.arch, m.x86)
+					if p.arch == btfmodel.RISCV64 && m.rv != r0 {
+						want = 0xffffffffeeeeeeee // sext.w
+					}
+				}
+				if m.void {
+					want = 0
+				}
+				if rep.Ret != want {
+					t.Errorf("%s: caller got %#x, want %#x", name, rep.Ret, want)
+				}
+				pr := rep.Programs[0]
+				if pr.Ran == miss || rep.OriginalCalled || rep.StructOps != m.name {
+					t.Errorf("%s: ran %v, original %v, struct_ops %q", name, pr.Ran, rep.OriginalCalled, rep.StructOps)
+				}
+				if !miss && (len(pr.Ctx) != m.nargs || pr.Ctx[0] != emu.DefaultArgs(m.nargs)[0]) {
+					t.Errorf("%s: ctx %#x, want the %d default argument words", name, pr.Ctx, m.nargs)
+				}
+			}
+		}
+	}
+}
+
+// mask is the bits of the caller's return value a member of x86 value v's width leaves.
+func mask(a btfmodel.Arch, v uint64) uint64 {
+	switch {
+	case a == btfmodel.RISCV64:
+		return ^uint64(0)
+	case v <= 0xff:
+		return 0xff
+	case v <= 0xffffffff:
+		return 0xffffffff
+	}
+	return ^uint64(0)
+}
+
+// TestStructOpsOracleCatches breaks struct_ops images in the ways the oracle is there for and
+// requires the failing check: a lost return value, the recursion-checking helper pair, a
+// missing landing pad, a wrong kCFI hash.
+func TestStructOpsOracleCatches(t *testing.T) {
+	run := func(r *jit.Request, code []byte, o emu.Options) *emu.Report {
+		t.Helper()
+		rep, err := emu.RunImage(r, code, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	expectFail := func(what string, rep *emu.Report, check string) {
+		t.Helper()
+		for _, c := range rep.Failed() {
+			if c.Name == check {
+				return
+			}
+		}
+		t.Errorf("%s: want the %s check to fail, got%s", what, check, failures(rep))
+	}
+	gen := func(r *jit.Request) []byte {
+		t.Helper()
+		img, _, err := emu.Generate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img.Code
+	}
+	for _, trace := range []bool{false, true} {
+		o := emu.Options{Trace: trace}
+		// x86 6.12: mov -0x8(%rbp),%rax reads the wrong slot.
+		r := structOpsReq(btfmodel.AMD64, btfmodel.Kernel612, "tcp_congestion_ops.ssthresh", jit.Prog{})
+		r.Features.IBT = true
+		code := gen(r)
+		i := bytes.Index(code, []byte{0x48, 0x8b, 0x45, 0xf8})
+		if i < 0 {
+			t.Fatalf("no mov -0x8(%%rbp),%%rax in %x", code)
+		}
+		bad := append([]byte(nil), code...)
+		bad[i+3] = 0xf0
+		expectFail("x86 wrong return slot", run(r, bad, o), emu.CheckRet)
+		// The endbr64 gone: with IBT an indirect call faults.
+		bad = append([]byte(nil), code...)
+		copy(bad, []byte{0x0f, 0x1f, 0x40, 0x00}) // nopl 0x0(%rax)
+		expectFail("x86 no endbr64", run(r, bad, o), emu.CheckLanding)
+		// The helper pair of another program: the sleepable image for a plain program.
+		sleepable := structOpsReq(btfmodel.AMD64, btfmodel.Kernel612, "tcp_congestion_ops.ssthresh", jit.Prog{Sleepable: true})
+		sleepable.Features.IBT = true
+		expectFail("x86 the sleepable pair for a non-sleepable program", run(r, gen(sleepable), o), emu.CheckOrder)
+
+		// arm64 with BTI: bti j does not accept blr.
+		a := structOpsReq(btfmodel.ARM64, btfmodel.Kernel72, "tcp_congestion_ops.ssthresh", jit.Prog{})
+		a.Features.IBT = true
+		code = gen(a)
+		if w := binary.LittleEndian.Uint32(code); w != 0xd50324df && w != 0xd503245f {
+			t.Fatalf("arm64 BTI image starts with %#08x", w)
+		}
+		bad = append([]byte(nil), code...)
+		binary.LittleEndian.PutUint32(bad, 0xd503249f) // bti j
+		expectFail("arm64 bti j", run(a, bad, o), emu.CheckLanding)
+
+		// riscv64: a0 must come from a5's slot (BPF R0), all 64 bits for a pointer.
+		rv := structOpsReq(btfmodel.RISCV64, btfmodel.Kernel72, "Qdisc_ops.dequeue", jit.Prog{})
+		rvo := o
+		rvo.RetValues = []uint64{0x1234_5678_8765_4321}
+		code = gen(rv)
+		if rep := run(rv, code, rvo); !rep.OK {
+			t.Fatalf("riscv64 dequeue fails:%s", failures(rep))
+		}
+		// The kernel's sign-extension fix ends with mv a0, a5 (c.mv: 0x853e) for 8 bytes;
+		// sext.w a0, a5 (addiw a0, a5, 0) instead truncates.
+		i = bytes.Index(code, []byte{0x3e, 0x85})
+		if i < 0 {
+			t.Fatalf("no c.mv a0, a5 in %x", code)
+		}
+		bad = append([]byte(nil), code...)
+		copy(bad[i:], []byte{0x01, 0x00}) // c.nop: a0 keeps __bpf_prog_exit's garbage
+		expectFail("riscv64 a0 not from a5", run(rv, bad, rvo), emu.CheckRet)
+
+		// kCFI: a hash word that is not the member's.
+		k := structOpsReq(btfmodel.ARM64, btfmodel.Kernel72, "tcp_congestion_ops.ssthresh", jit.Prog{})
+		k.Features.CFI, k.Features.CFIHash = jit.CFIKCFI, 0x12345678
+		code = gen(k)
+		if rep := run(k, code, o); !rep.OK {
+			t.Fatalf("arm64 kCFI image fails:%s", failures(rep))
+		}
+		bad = append([]byte(nil), code...)
+		bad[0] ^= 1
+		expectFail("arm64 wrong kCFI hash", run(k, bad, o), emu.CheckLanding)
+	}
+}
