@@ -64,7 +64,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	rf.register(fs)
 	out.register(fs, "text or json")
 	fs.StringVar(&argList, "args", "", "argument words, one per ctx slot (a 16-byte struct takes two), e.g. 1,2,3")
-	fs.StringVar(&retList, "ret-values", "", "what each fmod_ret program returns, in attach order, e.g. 0,7")
+	fs.StringVar(&retList, "ret-values", "", "what each fmod_ret program returns, in attach order, e.g. 0,7 (with --struct-ops: what the one program returns)")
 	fs.StringVar(&missList, "miss", "", "attach indexes (0-based) whose enter helper reports a recursion miss")
 	fs.StringVar(&engine, "engine", "unicorn", "execution engine: unicorn, or native (x86_64 hosts: trampjit's image at user-space addresses, on the CPU, in a confined child)")
 	fs.IntVar(&count, "count", 1, fmt.Sprintf("calls (1..%d); above 1 the caller loops inside the generated code and every call is checked", maxCount))
