@@ -11,7 +11,8 @@ import (
 // program in the fentry list, flags INDIRECT (6.8+) and RET_FENTRY_RET for a non-void member,
 // im NULL. The image is called through the ops table by blr, so from 6.9 or so it builds only
 // the x29/x30 frame and returns with ret x30; 6.1 builds the tracing frames and returns like a
-// fentry-only trampoline. Nothing calls __bpf_tramp_enter/exit or an original function.
+// fentry-only trampoline. Nothing calls __bpf_tramp_enter/exit or an original function. On 7.2
+// the program block keeps its leading skip NOP: invoke_bpf_prog emits it whatever im is.
 
 // Section names of the landing sequence in front of a struct_ops image.
 const (
