@@ -36,6 +36,11 @@ type CaptureOptions struct {
 	// Kernel is then only the model profile the requests name, and Arch must be the file's.
 	// Its config is checked before anything boots: a fatal miss is a *ConfigError.
 	Local *LocalKernel
+	// Merge adds the captured cases to OutDir's cases.jsonl instead of replacing the corpus:
+	// a case whose id is there already is replaced in place, new ones are appended, the rest
+	// is kept; OutDir's other files stay (info.json, kernel.json and boots.json are written
+	// only where missing). The directory is still replaced in one rename.
+	Merge bool
 }
 
 // CaptureReport is what Capture found, cases in the order they were given.
@@ -193,6 +198,9 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 	}
 	if o.OutDir != "" {
 		files, err := corpusFiles(rep)
+		if err == nil && o.Merge {
+			files, err = mergeFiles(o.OutDir, files)
+		}
 		if err != nil {
 			return rep, err
 		}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -64,6 +67,71 @@ func corpusFiles(rep *CaptureReport) ([]outFile, error) {
 		files = append(files, outFile{f.name, append(b, '\n')})
 	}
 	return files, nil
+}
+
+// mergeFiles turns a capture's files into a merge into dir (CaptureOptions.Merge): its
+// cases.jsonl keeps every line whose id was not captured again, the captured cases replace
+// theirs in place or are appended in capture order; info.json, kernel.json and boots.json
+// are dropped where dir has them (commitDir keeps dir's own).
+func mergeFiles(dir string, files []outFile) ([]outFile, error) {
+	old, err := os.ReadFile(filepath.Join(dir, "cases.jsonl"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var out []outFile
+	for _, f := range files {
+		switch f.name {
+		case "cases.jsonl":
+			m, err := mergeCases(old, f.data)
+			if err != nil {
+				return nil, fmt.Errorf("%s/cases.jsonl: %w", dir, err)
+			}
+			f.data = m
+		case "info.json", "kernel.json", "boots.json":
+			if _, err := os.Stat(filepath.Join(dir, f.name)); err == nil {
+				continue
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// mergeCases merges JSON-lines case files by id: old's lines stay as they are unless add
+// has their id.
+func mergeCases(old, add []byte) ([]byte, error) {
+	id := func(l []byte) (string, error) {
+		var c struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(l, &c); err != nil || c.ID == "" {
+			return "", fmt.Errorf("a line without an id: %.80s", l)
+		}
+		return c.ID, nil
+	}
+	var order []string
+	byID := map[string][]byte{}
+	for _, part := range [][]byte{old, add} {
+		for _, l := range bytes.Split(part, []byte("\n")) {
+			if l = bytes.TrimSpace(l); len(l) == 0 {
+				continue
+			}
+			k, err := id(l)
+			if err != nil {
+				return nil, err
+			}
+			if _, ok := byID[k]; !ok {
+				order = append(order, k)
+			}
+			byID[k] = l
+		}
+	}
+	var b bytes.Buffer
+	for _, k := range order {
+		b.Write(byID[k])
+		b.WriteByte('\n')
+	}
+	return b.Bytes(), nil
 }
 
 // localKernelRecord is the kernel.json of a capture of a kernel file (--vmlinuz) or of the

@@ -90,6 +90,15 @@ func validateCases(cases []Case) error {
 		if len(c.Progs) > MaxCaseProgs {
 			return fmt.Errorf("case %s: %d programs: at most %d (the kernel refuses more than BPF_MAX_TRAMP_LINKS = 38 with -E2BIG)", c.ID, len(c.Progs), MaxCaseProgs)
 		}
+		if so := c.StructOps; so != nil {
+			if so.Ops == "" || so.Member == "" || so.Map < 1 {
+				return fmt.Errorf("case %s: struct_ops: ops, member and map (1, 2, ...) are required", c.ID)
+			}
+			if len(c.Progs) != 1 || c.Progs[0].Kind != jit.StructOpsProg {
+				return fmt.Errorf("case %s: a struct_ops case has exactly one program, of kind struct_ops", c.ID)
+			}
+			continue
+		}
 		for j, p := range c.Progs {
 			switch p.Kind {
 			case jit.Fentry, jit.Fexit, jit.ModRet, jit.LSM, jit.Fsession:

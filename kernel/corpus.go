@@ -31,6 +31,8 @@ type CorpusCase struct {
 	CPU     *CPU         `json:"cpu,omitempty"`
 	Locate  string       `json:"locate,omitempty"` // how the image was found
 	Checks  []string     `json:"checks,omitempty"` // cross-checks, for people
+	// StructOps is where a struct_ops member's image was found and its map's layout.
+	StructOps *wire.StructOpsResult `json:"struct_ops,omitempty"`
 }
 
 // CPU is the guest CPU state the image may depend on.
@@ -72,13 +74,16 @@ func features(k *vm.KernelImage, info *wire.Info, rethunk bool) jit.Features {
 func toCorpus(k *vm.KernelImage, info *wire.Info, c wire.Case, r wire.CaptureResult, btfPath string) CorpusCase {
 	req := &jit.Request{Arch: btfmodel.Arch(k.Arch), Kernel: btfmodel.Kernel(k.Kernel), BTF: btfPath,
 		Func: c.Func, Progs: c.Progs}
+	if c.StructOps != nil {
+		req.Func, req.StructOps = "", &jit.StructOps{Ops: c.StructOps.Ops, Member: c.StructOps.Member}
+	}
 	if c.Target == "bpf" {
 		// The traced function is the agent's own tj_argsN: N u64 arguments, an int return.
 		req.BTF, req.Func, req.Target = "", "", "bpf"
 		req.Proto = targetProto(c.Func)
 	}
 	out := CorpusCase{ID: c.ID, Request: req, Error: r.Error, Errno: r.Errno, Stage: r.Stage, Log: r.Log,
-		Locate: r.Locate, Checks: r.Checks, Run: r.Run}
+		Locate: r.Locate, Checks: r.Checks, Run: r.Run, StructOps: r.StructOps}
 	if info != nil {
 		out.CPU = &CPU{Release: info.Release, Vulnerabilities: info.Vulnerabilities}
 	}
@@ -87,6 +92,9 @@ func toCorpus(k *vm.KernelImage, info *wire.Info, c wire.Case, r wire.CaptureRes
 	}
 	out.Image = hex.EncodeToString(r.Code)
 	req.Features = features(k, info, usesSymbol(r, "__x86_return_thunk"))
+	if c.StructOps != nil && k.ConfigValue("CONFIG_CFI_CLANG") == "y" {
+		req.Features.CFI = "kcfi" // Debian builds with GCC: never so far
+	}
 	a := &jit.Addrs{Image: jit.Addr(r.Image), Func: jit.Addr(r.Addr), IP: jit.Addr(r.IP), IM: jit.Addr(r.IM),
 		Helpers: map[string]jit.Addr{}}
 	for _, p := range r.Progs {

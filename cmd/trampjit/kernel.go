@@ -182,7 +182,7 @@ func runKernelCases(args []string, stdout, stderr io.Writer) error {
 		}
 		t = captureTarget{profile: p.kernel, arch: p.arch}
 	}
-	cases, err := selectCases(kernel.Catalog(t.profile, t.arch), only)
+	cases, err := selectCases(kernel.FullCatalog(t.profile, t.arch), only)
 	if err != nil {
 		return err
 	}
@@ -340,7 +340,7 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	var casesPath, outDir, only, profile, vmlinuz, config string
 	var jobs int
 	var timeout time.Duration
-	var copyBTF, host bool
+	var copyBTF, host, merge bool
 	var out output
 	p.register(fs.StringVar)
 	fs.StringVar(&vmlinuz, "vmlinuz", "", "boot this kernel file instead of a profile's Debian kernel (x86 bzImage; arm64 Image, Image.gz or EFI zboot)")
@@ -352,6 +352,7 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&jobs, "jobs", 1, "guests to run in parallel")
 	fs.DurationVar(&timeout, "timeout", 0, "hard timeout per guest (default 90s plus 5s per case, and 2m more for the BTF)")
 	fs.BoolVar(&copyBTF, "btf", true, "with -o: copy the kernel's vmlinux BTF out (vmlinux.btf.xz, which every request names)")
+	fs.BoolVar(&merge, "merge", false, "with -o: add the captured cases to DIR's cases.jsonl (replacing those with the same id, keeping the rest and DIR's other files) instead of replacing DIR; the BTF is copied only with --btf")
 	fs.BoolVar(&host, "host", false, "capture on the running kernel instead of a guest (root; refuses where the kernel does)")
 	out.register(fs, "text or json")
 	fs.Usage = func() {
@@ -390,7 +391,13 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	if set["kernel"] && host {
 		return usageErr("--kernel names the Debian kernel of a profile to boot; --host captures the running kernel (--profile chooses the model profile)")
 	}
-	if set["btf"] && !copyBTF && outDir != "" {
+	if merge && outDir == "" {
+		return usageErr("--merge adds cases to the corpus in -o DIR: give -o")
+	}
+	if merge && !set["btf"] {
+		copyBTF = false // the corpus has its BTF already
+	}
+	if set["btf"] && !copyBTF && outDir != "" && !merge {
 		return usageErr("--btf=false with -o: a corpus without its BTF cannot be read back: its requests name vmlinux.btf.xz")
 	}
 	copyBTF = copyBTF && outDir != ""
@@ -425,7 +432,7 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
-		cases = kernel.Catalog(t.profile, t.arch)
+		cases = kernel.FullCatalog(t.profile, t.arch)
 	}
 	cases, err := selectCases(cases, only)
 	if err != nil {
@@ -437,7 +444,7 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := interruptible()
 	defer stop()
 	o := kernel.CaptureOptions{Kernel: t.profile, Arch: t.arch, Cases: cases,
-		OutDir: outDir, Jobs: jobs, Timeout: timeout, CopyBTF: copyBTF, Progress: stderr, Local: local}
+		OutDir: outDir, Jobs: jobs, Timeout: timeout, CopyBTF: copyBTF, Progress: stderr, Local: local, Merge: merge}
 	var rep *kernel.CaptureReport
 	if host {
 		rep, err = kernel.CaptureHost(ctx, o)

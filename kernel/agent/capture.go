@@ -40,6 +40,10 @@ type capturer struct {
 	ks   *kallsyms
 	spec *btf.Spec
 	off  offsets
+	// struct_ops tables built so far in this boot, and the [bpf] symbols their images took
+	soTables map[soKey]*soTable
+	soSeen   map[uint64]bool
+	soClose  []func() // closeStructOps
 }
 
 func newCapturer() (*capturer, error) {
@@ -61,6 +65,9 @@ func newCapturer() (*capturer, error) {
 
 // capture attaches the case's programs in order, reads the trampoline back, and detaches.
 func (c *capturer) capture(cs wire.Case) (r wire.CaptureResult) {
+	if cs.StructOps != nil {
+		return c.captureStructOps(cs)
+	}
 	r = wire.CaptureResult{ID: cs.ID, Func: cs.Func}
 	fail := func(stage string, err error) wire.CaptureResult {
 		r.Stage, r.Error, r.Errno = stage, err.Error(), errnoOf(err)

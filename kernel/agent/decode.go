@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -49,6 +50,9 @@ func codeEnd(arch string, b []byte, base uint64, ks *kallsyms) (int, error) {
 	return 0, fmt.Errorf("unsupported architecture %s", arch)
 }
 
+// endbr64 is the x86 IBT landing instruction (f3 0f 1e fa).
+var endbr64 = []byte{0xf3, 0x0f, 0x1e, 0xfa}
+
 // ipAfterPatch is the size of the patched call: the original function resumes after it.
 func ipAfterPatch(arch string) uint64 {
 	switch arch {
@@ -83,6 +87,10 @@ func calls(arch string, code []byte, base uint64) []call {
 	case "amd64":
 		var rdi uint64
 		for i := 0; i < len(code); {
+			if bytes.HasPrefix(code[i:], endbr64) { // x86asm does not know it
+				i += len(endbr64)
+				continue
+			}
 			in, err := x86asm.Decode(code[i:], 64)
 			if err != nil {
 				break

@@ -83,6 +83,7 @@ func run(reqPath string) int {
 			emit(wire.KindCapture, r)
 			logf("case %s done in %.1fs", cs.ID, time.Since(t0).Seconds())
 		}
+		c.closeStructOps()
 	}
 	done := wire.Done{Cases: len(req.Cases)}
 	if req.Verify != nil {

@@ -68,6 +68,29 @@ type Case struct {
 	// Run: the programs record their context, and the function is called once through
 	// BPF_PROG_TEST_RUN (bpf_fentry_test*, bpf_modify_return_test*, BPF targets).
 	Run bool `json:"run,omitempty"`
+	// StructOps makes the case one member's image of an ops table (Func is "ops.member",
+	// Progs the one struct_ops program): the agent registers a BPF implementation of the
+	// whole table once per (ops, map) and answers each of its member cases from it.
+	StructOps *StructOpsCase `json:"struct_ops,omitempty"`
+}
+
+// StructOpsCase is the recipe of one ops table's map and the member a case reads back.
+type StructOpsCase struct {
+	Ops    string `json:"ops"`
+	Member string `json:"member"`
+	// Map tells two maps of one table apart (1, 2, ...); each has its own data (a unique
+	// tcp_congestion_ops name) and its own images.
+	Map int `json:"map"`
+	// Link creates the map with BPF_F_LINK: the update builds the images without
+	// registering the table (6.4+). Without it the update registers it.
+	Link bool `json:"link,omitempty"`
+	// Sleepable members are loaded with BPF_F_SLEEPABLE.
+	Sleepable []string `json:"sleepable,omitempty"`
+	// Data are the ops struct's data members init_member requires (char arrays: a name).
+	Data map[string]string `json:"data,omitempty"`
+	// Release names, per member, the kfunc that releases its referenced first argument
+	// (Qdisc_ops.enqueue's skb: bpf_qdisc_skb_drop(skb, to_free), to_free = argument 3).
+	Release map[string]string `json:"release,omitempty"`
 }
 
 // Run is what one call of the traced function looked like through the trampoline.
@@ -137,6 +160,33 @@ type CaptureResult struct {
 	Symbols map[string]uint64 `json:"symbols,omitempty"` // helpers and every call target
 	Targets []string          `json:"targets,omitempty"` // names the image calls, in order
 	Run     *Run              `json:"run,omitempty"`
+	// StructOps is where a struct_ops member's image was found and how its table is laid out.
+	StructOps *StructOpsResult `json:"struct_ops,omitempty"`
+}
+
+// StructOpsResult is one member image of a registered (or linked) ops table.
+type StructOpsResult struct {
+	Map    string   `json:"map"`            // the struct_ops map's name
+	Index  int      `json:"index"`          // the member's index in the ops struct (expected_attach_type)
+	Mode   string   `json:"mode"`           // "reg": the update registered the table; "link": BPF_F_LINK, built only
+	Page   int      `json:"page"`           // which of the map's image pages (0, 1, ...; see Layout)
+	Ptr    jit.Addr `json:"ptr,omitempty"`  // the function pointer in the registered table (image + cfi offset)
+	Ksym   string   `json:"ksym,omitempty"` // bpf__<ops>_<member>, where the kernel names images
+	KsymAt jit.Addr `json:"ksym_addr,omitempty"`
+	// KsymEnd is where the next [bpf] symbol starts: an upper bound of the image's extent.
+	KsymEnd jit.Addr `json:"ksym_end,omitempty"`
+	// Layout is the whole map's images in member order (the same in each member's case).
+	Layout []StructOpsSlot `json:"layout,omitempty"`
+}
+
+// StructOpsSlot is one image of a map's table.
+type StructOpsSlot struct {
+	Member string   `json:"member"`
+	Index  int      `json:"index"`
+	Image  jit.Addr `json:"image"`
+	Ptr    jit.Addr `json:"ptr,omitempty"`
+	Size   int      `json:"size"` // code bytes (to the end of code)
+	Page   int      `json:"page"`
 }
 
 // Done ends a boot's output.
