@@ -57,6 +57,13 @@ const (
 	CapStructOpsIndirect Capability = "struct-ops-indirect"
 )
 
+// struct_ops programs.
+const (
+	CapVerifierStructOpsSleep Capability = "verifier-struct-ops-sleepable"
+	CapVerifierOpsWriteOnly   Capability = "verifier-struct-access-write-only"
+	CapVerifierOpsWriteMsg    Capability = "verifier-struct-ops-write-msg"
+)
+
 // The verifier's instruction walk (kernel/bpf/verifier.c).
 const (
 	CapVerifierCPUv4            Capability = "verifier-cpu-v4"
@@ -303,6 +310,9 @@ var Capabilities = []CapInfo{
 	{Cap: CapVerifierPrivStack, After: v(6, 12), Since: v(7, 2), Doc: "tracing programs' frames using 64 bytes or more (rounded) get a private stack: they leave the combined stack depth"},
 	bounded(CapVerifierStaticArgMsg, "a static subprogram's call logs 'R%d is not a scalar' (its BTF argument check) before 'caller:'; 6.1 logs it after the main program's messages"),
 	{Cap: CapVerifierGlobalVoidReturn, After: v(6, 12), Since: v(7, 2), Doc: "a global function may return void ('Global function %s() doesn't return scalar' before)"},
+	bounded(CapVerifierStructOpsSleep, "struct_ops programs may be sleepable (6.1: 'Only fentry/fexit/fmod_ret, lsm, and kprobe/uprobe programs can be sleepable')"),
+	bounded(CapVerifierOpsWriteOnly, "an ops table's btf_struct_access sees only writes and bounds them itself (bpf_dummy_ops: 'write access at off %d with size %d'); 6.1 walks a write as a read"),
+	{Cap: CapVerifierOpsWriteMsg, After: v(6, 12), Since: v(7, 2), Doc: "a write an ops table's btf_struct_access refuses is logged as 'R%d cannot write into ptr_%s at off=%d size=%d' (the tables' own words before)"},
 	{Cap: CapVerifierRefsInState, After: v(6, 12), Since: v(7, 2), Doc: "references belong to the verifier state, not a frame: a callback's exit no longer checks them ('Unreleased reference' at the callback's exit before), the main program's exit does"},
 	bounded(CapLogLinfoFileLine, "verbose_linfo appends ' @ file:line' to a source line (6.1 prints an empty line as a bare '; ')"),
 	{Cap: CapVerifierCallFrames16, After: v(6, 12), Since: v(7, 2), Doc: "MAX_CALL_FRAMES is 16 ('the call stack of 17 frames is too deep'; 8 before)"},

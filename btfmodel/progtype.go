@@ -26,8 +26,13 @@ func SkipReason(ps *ebpf.ProgramSpec) string {
 			return ""
 		}
 		return fmt.Sprintf("LSM programs attached as %s are not modelled", ps.AttachType)
+	case ebpf.StructOps:
+		if ps.AttachTo == "" {
+			return "no .struct_ops map refers to this struct_ops program, so its member is unknown: not modelled (libbpf does not load it either)"
+		}
+		return ""
 	case ebpf.UnspecifiedProgram:
 		return "libbpf knows no program type for this section"
 	}
-	return fmt.Sprintf("%s programs are not modelled (only fentry, fexit, fmod_ret, lsm and tp_btf)", ps.Type)
+	return fmt.Sprintf("%s programs are not modelled (only fentry, fexit, fmod_ret, lsm, tp_btf and struct_ops)", ps.Type)
 }

@@ -50,7 +50,8 @@ func ProgramFromInstructions(p wire.VerifyProgram, insns asm.Instructions) (wire
 
 // ProgramForSection starts a program from a libbpf section name: "fentry/F", "fexit/F",
 // "fmod_ret/F" or "lsm/HOOK", each optionally sleepable with ".s" ("lsm.s/file_open"), or
-// "tp_btf/TRACEPOINT"; a leading '?' (libbpf: autoload off) is dropped.
+// "tp_btf/TRACEPOINT", or "struct_ops/OPS:MEMBER" (also .s); a leading '?' (libbpf:
+// autoload off) is dropped.
 func ProgramForSection(name, section string) (wire.VerifyProgram, error) {
 	section = strings.TrimPrefix(section, "?")
 	kind, target, ok := strings.Cut(section, "/")
@@ -66,8 +67,12 @@ func ProgramForSection(name, section string) (wire.VerifyProgram, error) {
 		p.Type, p.AttachType = "lsm", "lsm_mac"
 	case kind == "tp_btf" && !p.Sleepable:
 		p.AttachType = "raw_tp"
+	case kind == "struct_ops":
+		// libbpf ignores the name and takes the member from the .struct_ops map; a
+		// program listed without an object names it: "struct_ops/OPS:MEMBER".
+		p.Type, p.AttachType = "struct_ops", "struct_ops"
 	default:
-		return p, fmt.Errorf("section %q: want fentry, fexit, fmod_ret or lsm (optionally .s), or tp_btf", section)
+		return p, fmt.Errorf("section %q: want fentry, fexit, fmod_ret or lsm (optionally .s), tp_btf, or struct_ops/OPS:MEMBER", section)
 	}
 	return p, nil
 }
@@ -165,10 +170,19 @@ func programFromSpec(cs *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, o ELFOptions
 		p.Type = "tracing"
 	case ebpf.LSM:
 		p.Type = "lsm"
+	case ebpf.StructOps:
+		// cilium/ebpf, like libbpf, names the member through the .struct_ops.link map
+		// that points at the program: AttachTo is "OPS:MEMBER".
+		p.Type = "struct_ops"
 	default:
-		return p, fmt.Errorf("type %s: only tracing and LSM programs can be verified", ps.Type)
+		return p, fmt.Errorf("type %s: only tracing, LSM and struct_ops programs can be verified", ps.Type)
 	}
 	switch ps.AttachType {
+	case ebpf.AttachNone:
+		if ps.Type != ebpf.StructOps {
+			return p, fmt.Errorf("attach type %s: want fentry, fexit, fmod_ret, tp_btf or lsm", ps.AttachType)
+		}
+		p.AttachType = "struct_ops"
 	case ebpf.AttachTraceFEntry:
 		p.AttachType = "fentry"
 	case ebpf.AttachTraceFExit:

@@ -14,7 +14,8 @@ type Program struct {
 	Name    string
 	Section string // "fentry/tcp_v4_connect", "lsm.s/file_open", ...; fills the fields below when set
 	// AttachType, Target and Sleepable: from Section unless set explicitly. Target is the BTF
-	// function name (for LSM the bpf_lsm_ hook, e.g. "bpf_lsm_file_open").
+	// function name (for LSM the bpf_lsm_ hook, e.g. "bpf_lsm_file_open"); for struct_ops
+	// the ops table and member, "tcp_congestion_ops:cong_avoid".
 	AttachType   btfmodel.AttachType
 	Target       string
 	Sleepable    bool
@@ -83,7 +84,8 @@ func (l LoadExplanation) String() string { return fmt.Sprintf("%d: %s", l.Insn, 
 
 // ParseSection splits a libbpf section name into attach type, target and sleepable flag:
 // fentry/, fexit/, fmod_ret/ and lsm/ (each also .s, sleepable) and tp_btf/, as libbpf's
-// section_defs spell them (tools/lib/bpf/libbpf.c). A leading '?' (autoload off) changes
+// section_defs spell them (tools/lib/bpf/libbpf.c), and struct_ops/OPS:MEMBER (also .s),
+// the member a .struct_ops map would give the program. A leading '?' (autoload off) changes
 // nothing for the verifier. A "module:function" target is kept whole (see moduleTarget).
 func ParseSection(sec string) (btfmodel.AttachType, string, bool, error) {
 	sec = strings.TrimPrefix(sec, "?")
@@ -100,8 +102,15 @@ func ParseSection(sec string) (btfmodel.AttachType, string, bool, error) {
 		return btfmodel.LSM, "bpf_lsm_" + target, sleepable, nil
 	case kind == "tp_btf" && !sleepable:
 		return btfmodel.RawTP, target, false, nil
+	case kind == "struct_ops":
+		// libbpf ignores the name (the .struct_ops map decides the member); a program
+		// given without an object names it as "OPS:MEMBER".
+		if ops, member, ok := strings.Cut(target, ":"); !ok || ops == "" || member == "" {
+			return "", "", false, fmt.Errorf("section %q: a struct_ops program outside an object names its member: struct_ops/OPS:MEMBER", sec)
+		}
+		return btfmodel.StructOps, target, sleepable, nil
 	}
-	return "", "", false, fmt.Errorf("section %q: unsupported program kind %q (want fentry, fexit, fmod_ret, lsm, optionally with .s, or tp_btf)", sec, kind)
+	return "", "", false, fmt.Errorf("section %q: unsupported program kind %q (want fentry, fexit, fmod_ret, lsm, optionally with .s, tp_btf, or struct_ops/OPS:MEMBER)", sec, kind)
 }
 
 // gplCompatible is license_is_gpl_compatible (include/linux/license.h).

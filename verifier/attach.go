@@ -17,6 +17,9 @@ func (c *checker) checkAttach() error {
 	if p.AttachType == btfmodel.RawTP {
 		return c.checkAttachRawTP()
 	}
+	if p.AttachType == btfmodel.StructOps {
+		return c.checkAttachStructOps()
+	}
 	m, derr := btfmodel.Distill(c.fn, c.env.Kernel)
 	v := btfmodel.CheckAttach(p.Target, m, derr, p.AttachType, btfmodel.AttachEnv{
 		Kernel: c.env.Kernel, Arch: c.env.Arch, Sleepable: p.Sleepable,
@@ -56,6 +59,9 @@ func (c *checker) checkAttach() error {
 // kernel itself; any other module is searched in module BTFs, which the model does not have.
 func (c *checker) resolveTarget() error {
 	p := c.prog
+	if p.AttachType == btfmodel.StructOps {
+		return c.resolveStructOps()
+	}
 	name := p.Target
 	if p.AttachType == btfmodel.LSM {
 		name = strings.TrimPrefix(name, "bpf_lsm_") // libbpf names the hook as the section does

@@ -52,6 +52,9 @@ func (c *checker) btfAccess(regno uint8, r *reg, off, size int, write bool, valu
 		c.logf("R%d is ptr_%s access percpu memory: off=%d", regno, tname, off)
 		return reject("EACCES")
 	}
+	if write && c.so != nil {
+		return c.structOpsWrite(regno, r, off, size)
+	}
 	if write {
 		c.logf("only read is supported")
 		return reject("EACCES")

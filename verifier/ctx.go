@@ -118,6 +118,9 @@ func (c *checker) ctxArgIdx(off int) int {
 func (c *checker) btfCtxAccess(off, size int) (bool, reg, string) {
 	k := c.env.Kernel
 	tname := c.prog.Target
+	if c.so != nil {
+		tname = c.so.member // attach_func_name is the member's name
+	}
 	if off%8 != 0 {
 		c.logf("func '%s' offset %d is not multiple of 8", tname, off)
 		return false, reg{}, ""
@@ -205,11 +208,19 @@ func (c *checker) btfCtxAccess(off, size int) (bool, reg, string) {
 		return true, mkScalar(unknownScalar()), desc
 	}
 	var flags typeFlag
+	if c.structOpsNullable(arg) {
+		// ctx_arg_info from the CFI stub's __nullable argument: no "has btf_id" line
+		st := skipMods(ptr.Target)
+		return true, reg{typ: ptrToBTFID, flags: flagTrusted | flagMaybeNull, btfType: st, v: constScalar(0), path: pname, id: c.newID()}, desc
+	}
 	if k.Has(btfmodel.CapVerifierNullableArgs) && strings.HasSuffix(pname, "__nullable") {
 		flags |= flagMaybeNull
 	}
 	if k.Has(btfmodel.CapVerifierLSMTrustedArgs) && c.prog.AttachType == btfmodel.LSM && !untrustedLSMHooks[c.prog.Target] {
 		flags |= flagTrusted
+	}
+	if c.prog.AttachType == btfmodel.StructOps && k.Has(btfmodel.CapVerifierRawTPTrustedArgs) {
+		flags |= flagTrusted // prog_args_trusted: every struct_ops argument
 	}
 	rawTPErr := false
 	if c.prog.AttachType == btfmodel.RawTP {
@@ -249,6 +260,9 @@ func (c *checker) btfCtxAccess(off, size int) (bool, reg, string) {
 	}
 	if flags&flagMaybeNull != 0 {
 		r.id = c.newID()
+	}
+	if c.so != nil {
+		c.structOpsPromote(&r)
 	}
 	return true, r, desc
 }

@@ -138,11 +138,19 @@ func ParseELFWith(data []byte, kernel *btf.Spec, o ELFOptions) (progs []Program,
 		}
 		linkKsyms(insns, ksyms, kernel)
 		btfmodel.LinkKconfig(insns, spec.Types)
-		progs = append(progs, Program{Name: n, Section: ps.SectionName, License: ps.License,
-			Maps: maps, Instructions: insns})
+		prog := Program{Name: n, Section: ps.SectionName, License: ps.License,
+			Maps: maps, Instructions: insns}
+		if ps.Type == ebpf.StructOps {
+			// the member comes from the .struct_ops.link map pointing at the program
+			prog.AttachType, prog.Target = btfmodel.StructOps, ps.AttachTo
+			prog.Sleepable = ps.Flags&sleepableFlag != 0
+		}
+		progs = append(progs, prog)
 	}
 	return progs, skipped, nil
 }
+
+const sleepableFlag = 1 << 4 // BPF_F_SLEEPABLE
 
 // Unverifiable says why a program of an object is not verified ("" when it is): see
 // btfmodel.SkipReason, which the kernel backend shares.

@@ -12,6 +12,9 @@ import (
 // bpf_lsm_get_retval_range (kernel/bpf/bpf_lsm.c) for LSM on 6.12.
 func (c *checker) checkReturn() error {
 	at := c.prog.AttachType
+	if at == btfmodel.StructOps {
+		return c.structOpsReturn()
+	}
 	_, voidRet := c.proto.Return.(*btf.Void)
 	if at == btfmodel.LSM && voidRet {
 		return nil // void hook: R0 need not be set

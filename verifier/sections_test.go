@@ -45,7 +45,7 @@ func TestELFSkipsOtherProgramTypes(t *testing.T) {
 	}
 	want := map[string]string{"sec_kprobe": "Kprobe", "sec_kretprobe": "Kprobe", "sec_tracepoint": "TracePoint",
 		"sec_raw_tp": "RawTracepoint", "sec_iter": "BPF_TRACE_ITER", "sec_perf_event": "PerfEvent",
-		"sec_cgroup_skb": "CGroupSKB", "sec_cgroup_connect4": "CGroupSockAddr", "sec_struct_ops": "StructOps",
+		"sec_cgroup_skb": "CGroupSKB", "sec_cgroup_connect4": "CGroupSockAddr", "sec_struct_ops": ".struct_ops map",
 		"sec_xdp": "XDP", "sec_freplace": "Extension", "sec_lsm_cgroup": "LSMCgroup"}
 	if len(skipped) != len(want) {
 		t.Errorf("skipped %v, want %d", skipped, len(want))

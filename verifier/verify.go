@@ -80,6 +80,7 @@ type checker struct {
 	tmpID                     uint32 // temporary ids of check_scalar_ids
 
 	kfuncs map[int]*kfuncDesc // the kfunc called at each insn (kfunc.go)
+	so     *structOps         // the member a struct_ops program implements (structops.go)
 
 	// subprogs is subprog_info (index 0 the main program), subprogOf each insn's subprog.
 	subprogs  []subprogInfo
@@ -543,7 +544,7 @@ func (c *checker) loadList() []LoadExplanation {
 // BTF func info (clang's objects do): a first argument that is a pointer to anything but a
 // struct (clang's "u64 *ctx") is not recognised as the context. The kernel only logs it.
 func (c *checker) mainArgMatch() {
-	if c.has(btfmodel.CapVerifierNoMainArgMatch) || len(c.prog.Instructions) == 0 {
+	if len(c.prog.Instructions) == 0 {
 		return
 	}
 	fn := btf.FuncMetadata(&c.prog.Instructions[0])
@@ -551,6 +552,17 @@ func (c *checker) mainArgMatch() {
 		return
 	}
 	proto, ok := fn.Type.(*btf.FuncProto)
+	if c.has(btfmodel.CapVerifierNoMainArgMatch) {
+		// 6.12's btf_prepare_func_args reads the main program's prototype too and logs
+		// a void return as it would a global function's (the verdict does not change).
+		if !ok || c.has(btfmodel.CapVerifierGlobalVoidReturn) {
+			return
+		}
+		if _, void := proto.Return.(*btf.Void); void {
+			c.logf("Global function %s() doesn't return scalar. Only those are supported.", fn.Name)
+		}
+		return
+	}
 	if !ok || len(proto.Params) == 0 || len(proto.Params) > 5 {
 		return
 	}

@@ -64,7 +64,21 @@ func (v *verifier) verify(i int, p wire.VerifyProgram) (r wire.VerifyResult) {
 	if err := p.Validate(); err != nil {
 		return fail("request", err)
 	}
-	targetID, err := v.targetID(p)
+	expected := wire.AttachTypes[p.AttachType]
+	var targetID btf.TypeID
+	var err error
+	if p.Type == "struct_ops" {
+		var idx int
+		if targetID, idx, err = v.structOpsMember(p.AttachTo); err != nil {
+			// libbpf's words (bpf_map__init_kern_struct_ops) for an ops table or member
+			// vmlinux does not have.
+			r.Stage, r.Errno, r.Error = "target", "ENOTSUP", err.Error()
+			return r
+		}
+		expected = uint32(idx)
+	} else {
+		targetID, err = v.targetID(p)
+	}
 	if err != nil {
 		// libbpf's words for a target vmlinux does not have.
 		r.Stage, r.Errno = "target", "ESRCH"
@@ -111,7 +125,7 @@ func (v *verifier) verify(i int, p wire.VerifyProgram) (r wire.VerifyResult) {
 		Insns:              uint64(uintptr(unsafe.Pointer(&insns[0]))),
 		License:            uint64(uintptr(unsafe.Pointer(&license[0]))),
 		ProgName:           objName(p.Name),
-		ExpectedAttachType: wire.AttachTypes[p.AttachType],
+		ExpectedAttachType: expected,
 		AttachBTFID:        uint32(targetID),
 	}
 	if p.Sleepable {
@@ -180,6 +194,27 @@ func (v *verifier) targetID(p wire.VerifyProgram) (btf.TypeID, error) {
 		target = "bpf_lsm_" + target // libbpf's BTF_LSM_PREFIX
 	}
 	return v.funcID(target)
+}
+
+// structOpsMember resolves "OPS:MEMBER" as libbpf does for a struct_ops map's program: the
+// STRUCT named OPS in vmlinux (find_struct_ops_kern_types) and the index of MEMBER in it,
+// the program's expected_attach_type (bpf_map__init_kern_struct_ops).
+func (v *verifier) structOpsMember(target string) (btf.TypeID, int, error) {
+	ops, member, _ := strings.Cut(target, ":")
+	id, err := v.typeID(ops, func(t btf.Type) bool { _, ok := t.(*btf.Struct); return ok })
+	if err != nil {
+		return 0, 0, fmt.Errorf("struct_ops init_kern: struct %s is not found in kernel BTF", ops)
+	}
+	t, err := v.vmlinux.TypeByID(id)
+	if err != nil {
+		return 0, 0, err
+	}
+	for i, m := range t.(*btf.Struct).Members {
+		if m.Name == member {
+			return id, i, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("struct_ops init_kern %s: Cannot find member %s in kernel BTF", ops, member)
 }
 
 // typeID is btf__find_by_name_kind: the lowest id of that name whose kind is.

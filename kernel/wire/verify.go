@@ -35,12 +35,16 @@ type VerifyRequest struct {
 // maps are specs the agent creates, and map references are patched with its own FDs.
 type VerifyProgram struct {
 	Name       string `json:"name"`        // the program's name (the kernel keeps 15 characters)
-	Type       string `json:"type"`        // "tracing" or "lsm"
-	AttachType string `json:"attach_type"` // "fentry", "fexit", "fmod_ret", "raw_tp" (tp_btf) or "lsm_mac"
+	Type       string `json:"type"`        // "tracing", "lsm" or "struct_ops"
+	AttachType string `json:"attach_type"` // "fentry", "fexit", "fmod_ret", "raw_tp" (tp_btf), "lsm_mac" or "struct_ops"
 	// AttachTo is the kernel function as in a libbpf section name: "tcp_v4_connect", the
 	// LSM hook "file_open" (the agent adds libbpf's "bpf_lsm_" prefix when missing), or the
 	// tracepoint "sched_switch" of a raw_tp program (the agent looks up the btf_trace_
 	// typedef). "module:function" as libbpf spells it: a prefix of "vmlinux" is the kernel.
+	// A struct_ops program names the ops table and the member it implements, "OPS:MEMBER"
+	// ("tcp_congestion_ops:cong_avoid"), as libbpf learns it from the .struct_ops map: the
+	// agent loads it with attach_btf_id the struct's vmlinux id and expected_attach_type
+	// the member's index in the guest's BTF.
 	AttachTo  string `json:"attach_to"`
 	Sleepable bool   `json:"sleepable,omitempty"` // BPF_F_SLEEPABLE
 	License   string `json:"license"`
@@ -127,8 +131,10 @@ type VerifyResult struct {
 
 // Program types and attach types (include/uapi/linux/bpf.h).
 var (
-	ProgTypes   = map[string]uint32{"tracing": 26, "lsm": 29}
-	AttachTypes = map[string]uint32{"raw_tp": 23, "fentry": 24, "fexit": 25, "fmod_ret": 26, "lsm_mac": 27}
+	ProgTypes = map[string]uint32{"tracing": 26, "struct_ops": 27, "lsm": 29}
+	// AttachTypes: "struct_ops" has no number of its own (expected_attach_type is the
+	// member's index, found by the agent).
+	AttachTypes = map[string]uint32{"raw_tp": 23, "fentry": 24, "fexit": 25, "fmod_ret": 26, "lsm_mac": 27, "struct_ops": 0}
 )
 
 // MapTypes numbers enum bpf_map_type by its lower-case name without BPF_MAP_TYPE_.
@@ -199,10 +205,18 @@ func (b Bytecode) SetImm(i int, v int32) {
 // the kernel would refuse is still a valid request).
 func (p *VerifyProgram) Validate() error {
 	if _, ok := ProgTypes[p.Type]; !ok {
-		return fmt.Errorf("program %q: type %q: want tracing or lsm", p.Name, p.Type)
+		return fmt.Errorf("program %q: type %q: want tracing, lsm or struct_ops", p.Name, p.Type)
 	}
 	if _, ok := AttachTypes[p.AttachType]; !ok {
-		return fmt.Errorf("program %q: attach type %q: want fentry, fexit, fmod_ret or lsm_mac (or raw_tp for tp_btf)", p.Name, p.AttachType)
+		return fmt.Errorf("program %q: attach type %q: want fentry, fexit, fmod_ret or lsm_mac (or raw_tp for tp_btf, struct_ops)", p.Name, p.AttachType)
+	}
+	if (p.Type == "struct_ops") != (p.AttachType == "struct_ops") {
+		return fmt.Errorf("program %q: type %q with attach type %q: struct_ops goes with struct_ops", p.Name, p.Type, p.AttachType)
+	}
+	if p.Type == "struct_ops" {
+		if ops, member, ok := strings.Cut(p.AttachTo, ":"); !ok || ops == "" || member == "" {
+			return fmt.Errorf("program %q: struct_ops target %q: want OPS:MEMBER (tcp_congestion_ops:cong_avoid)", p.Name, p.AttachTo)
+		}
 	}
 	if p.AttachTo == "" {
 		return fmt.Errorf("program %q: no attach target", p.Name)

@@ -53,7 +53,7 @@ func TestVerifyProgramValidate(t *testing.T) {
 		edit func(*VerifyProgram)
 		want string
 	}{
-		{"type", func(p *VerifyProgram) { p.Type = "kprobe" }, "want tracing or lsm"},
+		{"type", func(p *VerifyProgram) { p.Type = "kprobe" }, "want tracing, lsm or struct_ops"},
 		{"attach", func(p *VerifyProgram) { p.AttachType = "fentry.s" }, "want fentry, fexit"},
 		{"target", func(p *VerifyProgram) { p.AttachTo = "" }, "no attach target"},
 		{"length", func(p *VerifyProgram) { p.Insns = p.Insns[:12] }, "multiple of 8"},

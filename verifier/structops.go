@@ -1,0 +1,278 @@
+package verifier
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf/btf"
+	"github.com/trampjit/trampjit/btfmodel"
+)
+
+// BPF_PROG_TYPE_STRUCT_OPS programs: one member of an ops table (tcp_congestion_ops,
+// bpf_dummy_ops, sched_ext_ops, ...). The program's context is the u64 array of the
+// member's arguments, read as btf_ctx_access reads a traced function's; what the program
+// may write through the pointer arguments is the table's own btf_struct_access.
+
+// structOps is the member a struct_ops program implements, as resolved in the kernel's BTF.
+type structOps struct {
+	ops, member string
+	st          *btf.Struct
+	index       int
+	// nullable are the arguments the member's CFI stub (<ops>__<member>) names with a
+	// __nullable suffix: bpf_struct_ops_desc_init's arg_info, PTR_MAYBE_NULL in the ctx.
+	nullable map[int]bool
+}
+
+// resolveStructOps finds the ops struct and the member as libbpf does before the load
+// (bpf_map__init_kern_struct_ops: the STRUCT of that name in vmlinux, the member by name,
+// its index the program's expected_attach_type); the kernel's attach_btf_id is the struct.
+func (c *checker) resolveStructOps() error {
+	ops, member, _ := strings.Cut(c.prog.Target, ":")
+	var st *btf.Struct
+	var sid btf.TypeID
+	if types, err := c.env.BTF.AnyTypesByName(ops); err == nil {
+		for _, t := range types {
+			s, ok := t.(*btf.Struct)
+			if !ok || s.Name != ops {
+				continue
+			}
+			if id, err := c.env.BTF.TypeID(s); err == nil && (st == nil || id < sid) {
+				st, sid = s, id
+			}
+		}
+	}
+	if st == nil {
+		c.logf("struct_ops init_kern: struct %s is not found in kernel BTF", ops)
+		return reject("ENOTSUP")
+	}
+	so := &structOps{ops: ops, member: member, st: st, index: -1, nullable: map[int]bool{}}
+	for i, m := range st.Members {
+		if m.Name == member {
+			so.index = i
+			c.proto = memberProto(m.Type)
+			break
+		}
+	}
+	if so.index < 0 {
+		c.logf("struct_ops init_kern %s: Cannot find member %s in kernel BTF", ops, member)
+		return reject("ENOTSUP")
+	}
+	if c.proto == nil {
+		c.proto = &btf.FuncProto{Return: &btf.Void{}} // not a function: check_struct_ops_btf_id refuses it
+	}
+	if stub, err := btfmodel.FuncByName(c.env.BTF, ops+"__"+member); err == nil {
+		if fp, ok := stub.Type.(*btf.FuncProto); ok {
+			for i, p := range fp.Params {
+				if strings.HasSuffix(p.Name, "__nullable") {
+					so.nullable[i] = true
+				}
+			}
+		}
+	}
+	c.so = so
+	c.btfID = uint32(sid)
+	return nil
+}
+
+func hasMember(st *btf.Struct, name string) bool {
+	for _, m := range st.Members {
+		if m.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// memberProto is btf_type_resolve_func_ptr: the prototype a function-pointer member points to.
+func memberProto(t btf.Type) *btf.FuncProto {
+	p, ok := btfmodel.SkipModifiers(t).(*btf.Pointer)
+	if !ok {
+		return nil
+	}
+	fp, _ := btfmodel.SkipModifiers(p.Target).(*btf.FuncProto)
+	return fp
+}
+
+// sleepableStructOpsMembers are the members a table's check_member lets a sleepable
+// program implement (bpf_dummy_ops_check_member, net/bpf/bpf_dummy_struct_ops.c;
+// bpf_scx_check_member, kernel/sched/ext.c); a table not listed refuses none.
+var sleepableStructOpsMembers = map[string]map[string]bool{
+	"bpf_dummy_ops": {"test_sleepable": true},
+	"sched_ext_ops": {"init_task": true, "cgroup_init": true, "cgroup_exit": true, "cgroup_prep_move": true,
+		"cgroup_set_bandwidth": true, "cpu_online": true, "cpu_offline": true, "init": true, "exit": true,
+		"sub_attach": true, "sub_detach": true},
+}
+
+// checkAttachStructOps is check_attach_btf_id's sleepable rule and check_struct_ops_btf_id
+// (kernel/bpf/verifier.c): the license, the table (btfmodel.StructOpsModel decides the
+// registered table, the member and the members BPF may not implement), then the table's
+// check_member.
+func (c *checker) checkAttachStructOps() error {
+	p, so := c.prog, c.so
+	if p.Sleepable && !c.has(btfmodel.CapVerifierStructOpsSleep) {
+		c.logf("Only fentry/fexit/fmod_ret, lsm, and kprobe/uprobe programs can be sleepable")
+		return reject("EINVAL")
+	}
+	if !gplCompatible(p.License) {
+		c.logf("struct ops programs must have a GPL compatible license")
+		return reject("EINVAL")
+	}
+	m, err := btfmodel.StructOpsModel(c.env.BTF, so.ops, so.member, c.env.Kernel, c.env.Arch)
+	if err != nil {
+		return err
+	}
+	v := m.Verdict
+	if v.Note != "" {
+		c.note("struct_ops: %s", v.Note)
+	}
+	if !v.OK {
+		if v.Stage == btfmodel.StageAttach {
+			// the image is built at the map update, after a successful load
+			c.note("attach (map update, not the verifier): %s %s", v.Errno, v.Msg)
+			return nil
+		}
+		c.logf("%s", v.Msg)
+		return reject(v.Errno)
+	}
+	if allowed, ok := sleepableStructOpsMembers[so.ops]; ok && p.Sleepable && !allowed[so.member] {
+		c.logf("attach to unsupported member %s of struct %s", so.member, so.ops)
+		return reject("EINVAL")
+	}
+	// bpf_scx_check_member with CONFIG_EXT_SUB_SCHED (the BTF's sub_attach member says the
+	// kernel has it): dispatch may nest along the scheduler hierarchy, so it asks for a
+	// private stack, which check_struct_ops_btf_id refuses on a JIT without them.
+	if so.ops == "sched_ext_ops" && so.member == "dispatch" && hasMember(so.st, "sub_attach") &&
+		!btfmodel.VerifierFor(c.env.Arch, c.env.Kernel).PrivateStack {
+		c.logf("Private stack not supported by jit")
+		return reject("EACCES")
+	}
+	return nil
+}
+
+// structOpsArg adjusts the register btf_ctx_access gives for pointer argument arg: the
+// stub's __nullable arguments come from ctx_arg_info (no "has btf_id" line, trusted and
+// maybe-NULL), and bpf_tcp_ca_is_valid_access promotes a sock to a tcp_sock.
+func (c *checker) structOpsNullable(arg int) bool {
+	return c.so != nil && c.has(btfmodel.CapVerifierNullableArgs) && c.so.nullable[arg]
+}
+
+func (c *checker) structOpsPromote(r *reg) {
+	if c.so.ops != "tcp_congestion_ops" || r.flags&(flagMaybeNull|flagUntrusted) != 0 || btfName(r.btfType) != "sock" {
+		return
+	}
+	var tp *btf.Struct
+	if c.env.BTF.TypeByName("tcp_sock", &tp) == nil {
+		r.btfType = tp
+	}
+}
+
+// tcpCAWritable are the fields bpf_tcp_ca_btf_struct_access (net/ipv4/bpf_tcp_ca.c) lets a
+// congestion control write, by the struct holding them; icsk_ca_priv is a whole range.
+var tcpCAWritable = []struct{ parent, field string }{
+	{"sock", "sk_pacing_rate"}, {"sock", "sk_pacing_status"},
+	{"inet_connection_sock", "icsk_ca_priv"}, {"inet_connection_sock", "icsk_ack.pending"},
+	{"tcp_sock", "snd_cwnd"}, {"tcp_sock", "snd_cwnd_cnt"}, {"tcp_sock", "snd_ssthresh"},
+	{"tcp_sock", "ecn_flags"}, {"tcp_sock", "app_limited"},
+}
+
+// scxWritable are bpf_scx_btf_struct_access's fields of task_struct (kernel/sched/ext.c).
+var scxWritable = []string{"scx.slice", "scx.dsq_vtime"}
+
+// structOpsWrite is the table's btf_struct_access for a write through a PTR_TO_BTF_ID.
+func (c *checker) structOpsWrite(regno uint8, r *reg, off, size int) error {
+	tname := btfName(r.btfType)
+	refuse := func(msg string, args ...any) error {
+		if c.has(btfmodel.CapVerifierOpsWriteMsg) {
+			// the verifier's own words for any refused write
+			c.logf("R%d cannot write into ptr_%s at off=%d size=%d", regno, tname, off, size)
+		} else {
+			c.logf(msg, args...)
+		}
+		return reject("EACCES")
+	}
+	switch c.so.ops {
+	case "tcp_congestion_ops":
+		if tname != "tcp_sock" {
+			return refuse("only read is supported")
+		}
+		for _, w := range tcpCAWritable {
+			start, end, ok := c.fieldRange(w.parent, w.field)
+			if !ok || off < start || off >= end || (w.field != "icsk_ca_priv" && off != start) {
+				continue
+			}
+			if off+size > end {
+				return refuse("write access at off %d with size %d beyond the member of tcp_sock ended at %d", off, size, end)
+			}
+			return nil
+		}
+		return refuse("no write support to tcp_sock at off %d", off)
+	case "bpf_dummy_ops":
+		if tname != "bpf_dummy_ops_state" {
+			return refuse("only access to bpf_dummy_ops_state is supported")
+		}
+		if !c.has(btfmodel.CapVerifierOpsWriteMsg) && !c.has(btfmodel.CapVerifierNullableArgs) {
+			// 6.1: the write is walked as a read of the state (btf_struct_access)
+			return c.btfAccess(regno, &reg{typ: ptrToBTFID, btfType: r.btfType, v: constScalar(0)}, off, size, false, -1)
+		}
+		if sz, err := btf.Sizeof(r.btfType); err == nil && off+size > sz {
+			return refuse("write access at off %d with size %d", off, size)
+		}
+		return nil
+	case "sched_ext_ops":
+		if tname == "task_struct" {
+			for _, f := range scxWritable {
+				start, end, ok := c.fieldRange("task_struct", f)
+				if ok && off >= start && off+size <= end {
+					return nil
+				}
+			}
+		}
+		return refuse("only read is supported")
+	}
+	return refuse("only read is supported")
+}
+
+// fieldRange is offsetof and offsetofend of a (dotted) field of a struct, from the
+// kernel's BTF, with the offset of that struct inside tcp_sock for tcp_congestion_ops'
+// fields (sock and inet_connection_sock sit at offset 0 of it).
+func (c *checker) fieldRange(parent, path string) (int, int, bool) {
+	var st *btf.Struct
+	if c.env.BTF.TypeByName(parent, &st) != nil {
+		return 0, 0, false
+	}
+	off := 0
+	var t btf.Type = st
+	for _, name := range strings.Split(path, ".") {
+		s, ok := btfmodel.SkipModifiers(t).(*btf.Struct)
+		if !ok {
+			return 0, 0, false
+		}
+		found := false
+		for _, m := range s.Members {
+			if m.Name == name {
+				off += int(m.Offset.Bytes())
+				t, found = m.Type, true
+				break
+			}
+		}
+		if !found {
+			return 0, 0, false
+		}
+	}
+	sz, err := btf.Sizeof(t)
+	if err != nil {
+		return 0, 0, false
+	}
+	return off, off + sz, true
+}
+
+// structOpsReturn is check_return_code for struct_ops: a void member needs no R0; any
+// other returns whatever R0 holds (a pointer too: the loader is privileged).
+func (c *checker) structOpsReturn() error {
+	if _, void := c.proto.Return.(*btf.Void); void || c.proto.Return == nil {
+		return nil
+	}
+	return c.readReg(0)
+}
+
+func (so *structOps) String() string { return fmt.Sprintf("%s.%s", so.ops, so.member) }
