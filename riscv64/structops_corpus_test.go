@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/trampjit/trampjit/btfmodel"
@@ -57,7 +58,7 @@ func TestStructOpsCaptures(t *testing.T) {
 			continue
 		}
 		total += len(so)
-		match, images := 0, 0
+		match, images, imagesMatch := 0, 0, 0
 		count := map[string]int{}
 		for _, c := range so {
 			if c.Request.Arch != btfmodel.RISCV64 {
@@ -68,10 +69,18 @@ func TestStructOpsCaptures(t *testing.T) {
 			if c.Image != "" {
 				images++
 			}
-			switch d.Verdict {
-			case kernel.Match:
+			switch {
+			case d.Verdict == kernel.Match:
 				match++
-			case kernel.NotCaptured:
+				if c.Image != "" {
+					imagesMatch++
+				}
+			case d.Verdict == kernel.ModelAccept && c.Image == "" && c.Stage == "attach":
+				// The JIT built the image; the map update then failed in the table's own
+				// code (bpf_dummy_ops' bpf_dummy_init_member is -EOPNOTSUPP: the table is
+				// only for BPF_PROG_TEST_RUN). Not the trampoline's decision.
+				t.Logf("%s: %s: the kernel refuses the map update (%s %s), the image model builds it", dir, c.ID, c.Errno, firstLine(c.Error))
+			case d.Verdict == kernel.NotCaptured:
 				t.Logf("%s: %s: %s (%s)", dir, c.ID, d.Verdict, d.Note)
 			default:
 				t.Errorf("%s: %s: %s at %#x: model %s, kernel %s %s", dir, c.ID, d.Verdict, d.Offset, d.Model, d.Kernel, d.Note)
@@ -79,8 +88,11 @@ func TestStructOpsCaptures(t *testing.T) {
 		}
 		packed := checkPacking(t, dir, so)
 		golden := checkGoldenMembers(t, so)
-		t.Logf("%s: struct_ops regenerated %d/%d (%d images, verdicts %v); %d neighbours packed at the previous image + its size; %d curated golden members are the kernel's bytes at its addresses",
-			dir, match, len(so), images, count, packed, golden)
+		t.Logf("%s: struct_ops images regenerated %d/%d, cases %d/%d (verdicts %v); %d neighbours packed at the previous image + its size; %d curated golden members are the kernel's bytes at its addresses",
+			dir, imagesMatch, images, match, len(so), count, packed, golden)
+		if images > 0 && imagesMatch != images {
+			t.Errorf("%s: %d of %d struct_ops images regenerated", dir, imagesMatch, images)
+		}
 	}
 	if total == 0 {
 		t.Skip("no riscv64 corpus has struct_ops cases yet (" + soCaptures + " not captured)")
@@ -159,4 +171,11 @@ func checkGoldenMembers(t *testing.T, cases []*kernel.CorpusCase) int {
 		}
 	}
 	return n
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
