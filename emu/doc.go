@@ -6,7 +6,8 @@
 //
 // # API
 //
-//	Run(req, opts)              generate trampjit's image for req and call it
+//	Run(req, opts)              generate trampjit's image for req and call it (a struct_ops
+//	                            request: through the ops pointer, structops.go)
 //	RunImage(req, code, opts)   call given bytes, e.g. a corpus case's kernel image with
 //	                            its request (the kernel's own addresses)
 //	NewHarness(arch).Load(...)  one engine per arch; Loaded.Call(n), Loaded.SetImage
@@ -82,6 +83,22 @@
 // the caller's frame untouched; throughout: no access outside the mapped regions, at
 // most Options.Budget instructions per call. Every discrepancy names its check, the
 // expected and observed values and the call site (image+offset) or faulting pc.
+//
+// # struct_ops images (structops.go)
+//
+// A request with struct_ops has no traced function: the caller loads the member's
+// arguments (its model from the kernel's BTF, stack slots as the ABI places them) and calls
+// image + cfi_get_offset() through a register (x86 call *%r11, arm64 blr x16, riscv64 jalr
+// ra, t1), as a subsystem calls ops->member(...): x86 executes the image's endbr64, and the
+// landing check requires one with features.ibt, a bti c or bti jc on arm64 with BTI (blr's
+// BTYPE), and with kCFI the member's hash where the caller's check reads it. The oracle
+// expects one __bpf_prog_enter/exit (or the _sleepable pair: struct_ops programs are not
+// recursion-checked) around the program, which sees the arguments as fentry does, and
+// nothing else; the caller gets the program's return value (Options.RetValues[0], else a
+// value negative in every width) in the member's width, all 64 bits on riscv64, where a0 is
+// re-derived from a5 by the member's type; a void member requires nothing of the return
+// register; a recursion miss returns the return value slot as the trampoline found it (the
+// harness's stack poison). riscv64 program stubs keep a5 (BPF R0) when they clobber.
 //
 // # Two ways of checking, one verdict
 //

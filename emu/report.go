@@ -168,13 +168,17 @@ func (r *Report) WriteText(w io.Writer) error {
 	if !r.OriginalCalled && r.StructOps == "" {
 		b.WriteString("  (original skipped)")
 	}
-	b.WriteString("\n\nPROG  KIND      RAN  COOKIE              CTX\n")
+	kw := 9 // the KIND column, wider for struct_ops
+	for _, p := range r.Programs {
+		kw = max(kw, len(p.Kind))
+	}
+	fmt.Fprintf(&b, "\n\nPROG  %-*s RAN  COOKIE              CTX\n", kw, "KIND")
 	for _, p := range r.Programs {
 		ran := "no"
 		if p.Ran {
 			ran = "yes"
 		}
-		fmt.Fprintf(&b, "%-5d %-9s %-4s %-19s %s\n", p.Index, p.Kind, ran, fmt.Sprintf("%#x", p.Cookie), hexList(p.Ctx))
+		fmt.Fprintf(&b, "%-5d %-*s %-4s %-19s %s\n", p.Index, kw, p.Kind, ran, fmt.Sprintf("%#x", p.Cookie), hexList(p.Ctx))
 		if p.Session != nil {
 			for _, r := range []struct {
 				name string
