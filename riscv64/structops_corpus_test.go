@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/emu"
 	"github.com/trampjit/trampjit/jit"
 	"github.com/trampjit/trampjit/kernel"
 	"github.com/trampjit/trampjit/riscv64"
@@ -178,4 +179,36 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// TestStructOpsOracle runs every curated struct_ops image under Unicorn, entered by an
+// indirect call at the ops pointer: the program sees the member's arguments, the caller gets
+// the program's return value as the member's type makes it, nothing else is called, and the
+// callee-saved registers and the caller's stack survive (emu's struct_ops oracle).
+func TestStructOpsOracle(t *testing.T) {
+	n, checks := 0, 0
+	defer func() { t.Logf("%d struct_ops images, %d oracle checks", n, checks) }()
+	for _, c := range riscv64.StructOpsCases() {
+		req := c.Req
+		m, err := req.Model()
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := make([]uint64, m.NrRegs())
+		for i := range args {
+			args[i] = 0x0101010101010101 * uint64(i+1)
+		}
+		rep, err := emu.Run(&req, emu.Options{Clobber: true, Args: args})
+		if err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+			continue
+		}
+		for _, f := range rep.Failed() {
+			t.Errorf("%s: %s: %s", c.Name, f.Name, f.Detail)
+		}
+		if len(rep.Checks) < 4 {
+			t.Errorf("%s: only %d checks ran", c.Name, len(rep.Checks))
+		}
+		n, checks = n+1, checks+len(rep.Checks)
+	}
 }
