@@ -270,17 +270,20 @@ func (c *capturer) readTable(so *wire.StructOpsCase, st *btf.Struct, mapName str
 }
 
 // pageSlots numbers the pages of a map's images: members are packed back to back in member
-// order (bpf_struct_ops_prepare_trampoline), a new page starting when the next image does not
-// fit. An image that does not start within 256 bytes after the previous one's code starts a
-// new page.
+// order (bpf_struct_ops_prepare_trampoline), and the next image goes to a new page
+// (arch_alloc_bpf_trampoline(PAGE_SIZE): a bpf_prog_pack chunk, not page-aligned) when it
+// does not fit in what is left of this one. So a page starts at its first image, and an image
+// 4096 bytes or more past that start, or before it, is in a new page.
 func pageSlots(s []wire.StructOpsSlot) {
+	var start jit.Addr
 	for i := range s {
-		if i > 0 {
+		switch {
+		case i == 0:
+			start = s[i].Image
+		case s[i].Image < s[i-1].Image || s[i].Image >= start+4096:
+			s[i].Page, start = s[i-1].Page+1, s[i].Image
+		default:
 			s[i].Page = s[i-1].Page
-			end := s[i-1].Image + jit.Addr(s[i-1].Size)
-			if s[i].Image < end || s[i].Image > end+256 {
-				s[i].Page++
-			}
 		}
 	}
 }
