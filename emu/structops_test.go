@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -275,4 +276,52 @@ func structOpsMutationCases(t *testing.T) []mutationCase {
 		}
 	}
 	return out
+}
+
+// TestStructOpsNative: trampjit's x86_64 struct_ops images at user-space addresses give the
+// same report natively as under Unicorn, for every profile and input, and the mutants of one
+// of them the same verdicts.
+func TestStructOpsNative(t *testing.T) {
+	needNative(t)
+	at := func(r *jit.Request) *jit.Request {
+		c := *r
+		c.Addrs = emu.NativeAddrs(r.Kernel, 1)
+		c.Addrs.Func, c.Addrs.IP, c.Addrs.IM = 0, 0, 0
+		return &c
+	}
+	inputs := []emu.Options{{}, {Miss: []int{0}, Clobber: true}, {Clobber: true, Count: 100, RetValues: []uint64{0xffff_ffff_0000_0080}}}
+	for _, k := range []btfmodel.Kernel{btfmodel.Kernel61, btfmodel.Kernel612, btfmodel.Kernel72} {
+		ms := []string{"tcp_congestion_ops.ssthresh", "tcp_congestion_ops.cong_avoid", "bpf_dummy_ops.test_2"}
+		if k == btfmodel.Kernel72 {
+			ms = append(ms, "sched_ext_ops.yield", "Qdisc_ops.dequeue")
+		}
+		for _, m := range ms {
+			r := at(structOpsReq(btfmodel.AMD64, k, m, jit.Prog{}))
+			for _, o := range inputs {
+				u, n := both(t, r, nil, o)
+				if !u.OK || !reflect.DeepEqual(normal(u), normal(n)) {
+					t.Errorf("%s %s %+v:\nunicorn %+v\nnative  %+v", k, m, o, normal(u), normal(n))
+				}
+			}
+		}
+	}
+	r := at(structOpsReq(btfmodel.AMD64, btfmodel.Kernel72, "tcp_congestion_ops.ssthresh", jit.Prog{}))
+	img, _, err := emu.Generate(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var killed, total int
+	for i, m := range emu.Mutants(btfmodel.AMD64, img.Code) {
+		o := inputs[i%2]
+		o.Budget = 20000
+		u, n := both(t, r, m.Code, o)
+		total++
+		if !u.OK {
+			killed++
+		}
+		if u.OK != n.OK || failedNames(u) != failedNames(n) {
+			t.Errorf("mutant at +%#x (%s): unicorn %v%s\nnative %v%s", m.Offset, m.Desc, u.OK, failures(u), n.OK, failures(n))
+		}
+	}
+	t.Logf("%d struct_ops mutant runs, %d failing the oracle, the same verdict on both engines", total, killed)
 }
