@@ -208,10 +208,8 @@ func (c *checker) btfCtxAccess(off, size int) (bool, reg, string) {
 		return true, mkScalar(unknownScalar()), desc
 	}
 	var flags typeFlag
-	if c.structOpsNullable(arg) {
-		// ctx_arg_info from the CFI stub's __nullable argument: no "has btf_id" line
-		st := skipMods(ptr.Target)
-		return true, reg{typ: ptrToBTFID, flags: flagTrusted | flagMaybeNull, btfType: st, v: constScalar(0), path: pname, id: c.newID()}, desc
+	if r, ok := c.structOpsArgInfo(arg, skipMods(ptr.Target), pname); ok {
+		return true, r, desc // ctx_arg_info (structops.go)
 	}
 	if k.Has(btfmodel.CapVerifierNullableArgs) && strings.HasSuffix(pname, "__nullable") {
 		flags |= flagMaybeNull

@@ -75,7 +75,14 @@ func (c *checker) kfuncDescOf(fn *btf.Func) *kfuncDesc {
 	if id, err := c.env.BTF.TypeID(fn); err == nil {
 		d.btfID = uint32(id)
 	}
+	if c.so != nil && tcpCAKfuncs[fn.Name] {
+		d.kf, d.allowed = btfmodel.Kfunc{Name: fn.Name}, true
+		return d
+	}
 	kf, ok := btfmodel.LookupKfunc(c.env.Kernel, fn.Name)
+	if c.so != nil && ok {
+		c.note("kfunc %s: a struct_ops program is given the sets tracing programs have (the model lists no other struct_ops set than bpf_tcp_ca's)", fn.Name)
+	}
 	switch {
 	case ok:
 		d.kf = kf

@@ -21,6 +21,10 @@ type structOps struct {
 	// nullable are the arguments the member's CFI stub (<ops>__<member>) names with a
 	// __nullable suffix: bpf_struct_ops_desc_init's arg_info, PTR_MAYBE_NULL in the ctx.
 	nullable map[int]bool
+	// refcounted are the stub's __ref arguments: do_check_common acquires a reference for
+	// each before the first instruction (refID), which the program must give back.
+	refcounted map[int]bool
+	refID      map[int]uint32
 }
 
 // resolveStructOps finds the ops struct and the member as libbpf does before the load
@@ -45,7 +49,8 @@ func (c *checker) resolveStructOps() error {
 		c.logf("struct_ops init_kern: struct %s is not found in kernel BTF", ops)
 		return reject("ENOTSUP")
 	}
-	so := &structOps{ops: ops, member: member, st: st, index: -1, nullable: map[int]bool{}}
+	so := &structOps{ops: ops, member: member, st: st, index: -1, nullable: map[int]bool{},
+		refcounted: map[int]bool{}, refID: map[int]uint32{}}
 	for i, m := range st.Members {
 		if m.Name == member {
 			so.index = i
@@ -63,8 +68,11 @@ func (c *checker) resolveStructOps() error {
 	if stub, err := btfmodel.FuncByName(c.env.BTF, ops+"__"+member); err == nil {
 		if fp, ok := stub.Type.(*btf.FuncProto); ok {
 			for i, p := range fp.Params {
-				if strings.HasSuffix(p.Name, "__nullable") {
+				switch {
+				case strings.HasSuffix(p.Name, "__nullable"):
 					so.nullable[i] = true
+				case strings.HasSuffix(p.Name, "__ref"):
+					so.refcounted[i] = true
 				}
 			}
 		}
@@ -91,6 +99,13 @@ func memberProto(t btf.Type) *btf.FuncProto {
 	}
 	fp, _ := btfmodel.SkipModifiers(p.Target).(*btf.FuncProto)
 	return fp
+}
+
+// supportedStructOpsMembers are the members with a CFI stub, for tables whose stubs leave
+// some NULL (bpf_struct_ops_supported: "attach to unsupported member", ENOTSUPP):
+// bpf_qdisc_ops' cfi_stubs (net/sched/bpf_qdisc.c).
+var supportedStructOpsMembers = map[string]map[string]bool{
+	"Qdisc_ops": {"enqueue": true, "dequeue": true, "init": true, "reset": true, "destroy": true},
 }
 
 // sleepableStructOpsMembers are the members a table's check_member lets a sleepable
@@ -134,6 +149,10 @@ func (c *checker) checkAttachStructOps() error {
 		c.logf("%s", v.Msg)
 		return reject(v.Errno)
 	}
+	if ok, listed := supportedStructOpsMembers[so.ops]; listed && !ok[so.member] {
+		c.logf("attach to unsupported member %s of struct %s", so.member, so.ops)
+		return reject("ENOTSUPP")
+	}
 	if allowed, ok := sleepableStructOpsMembers[so.ops]; ok && p.Sleepable && !allowed[so.member] {
 		c.logf("attach to unsupported member %s of struct %s", so.member, so.ops)
 		return reject("EINVAL")
@@ -149,11 +168,39 @@ func (c *checker) checkAttachStructOps() error {
 	return nil
 }
 
-// structOpsArg adjusts the register btf_ctx_access gives for pointer argument arg: the
-// stub's __nullable arguments come from ctx_arg_info (no "has btf_id" line, trusted and
-// maybe-NULL), and bpf_tcp_ca_is_valid_access promotes a sock to a tcp_sock.
-func (c *checker) structOpsNullable(arg int) bool {
-	return c.so != nil && c.has(btfmodel.CapVerifierNullableArgs) && c.so.nullable[arg]
+// structOpsArgInfo is btf_ctx_access's ctx_arg_info for pointer argument arg: the stub's
+// __nullable and __ref arguments load without a "has btf_id" line, trusted, maybe-NULL
+// or holding the reference acquired at the start.
+func (c *checker) structOpsArgInfo(arg int, st btf.Type, path string) (reg, bool) {
+	if c.so == nil || !c.has(btfmodel.CapVerifierNullableArgs) {
+		return reg{}, false
+	}
+	r := reg{typ: ptrToBTFID, flags: flagTrusted, btfType: st, v: constScalar(0), path: path}
+	switch {
+	case c.so.nullable[arg]:
+		r.flags |= flagMaybeNull
+		r.id = c.newID()
+	case c.so.refcounted[arg]:
+		r.refObjID = c.so.refID[arg]
+	default:
+		return reg{}, false
+	}
+	return r, true
+}
+
+// structOpsRefs acquires the references of the refcounted arguments, in argument order, as
+// do_check_common does for a struct_ops program before its first instruction.
+func (c *checker) structOpsRefs(st *state) {
+	if c.so == nil {
+		return
+	}
+	for i := range c.proto.Params {
+		if c.so.refcounted[i] {
+			id := c.newID()
+			st.refs = append(st.refs, refState{id: id, insn: 0})
+			c.so.refID[i] = id
+		}
+	}
 }
 
 func (c *checker) structOpsPromote(r *reg) {
@@ -174,6 +221,11 @@ var tcpCAWritable = []struct{ parent, field string }{
 	{"tcp_sock", "snd_cwnd"}, {"tcp_sock", "snd_cwnd_cnt"}, {"tcp_sock", "snd_ssthresh"},
 	{"tcp_sock", "ecn_flags"}, {"tcp_sock", "app_limited"},
 }
+
+// tcpCAKfuncs is bpf_tcp_ca_check_kfunc_ids (net/ipv4/bpf_tcp_ca.c), registered for every
+// BPF_PROG_TYPE_STRUCT_OPS program, without flags.
+var tcpCAKfuncs = map[string]bool{"tcp_reno_ssthresh": true, "tcp_reno_cong_avoid": true,
+	"tcp_reno_undo_cwnd": true, "tcp_slow_start": true, "tcp_cong_avoid_ai": true}
 
 // scxWritable are bpf_scx_btf_struct_access's fields of task_struct (kernel/sched/ext.c).
 var scxWritable = []string{"scx.slice", "scx.dsq_vtime"}

@@ -224,6 +224,7 @@ func (c *checker) initState() *state {
 	st.callsite = -1
 	st.regs[1] = reg{typ: ptrToCtx, v: constScalar(0)}
 	st.regs[10] = reg{typ: ptrToStack, v: constScalar(0)}
+	c.structOpsRefs(st)
 	return st
 }
 

@@ -226,6 +226,55 @@ SEC(".struct_ops.link") struct tcp_congestion_ops bad2 = {
 	.name = "bad2",
 };
 
+/* --- a congestion control built on the kernel's Reno helpers (bpf_tcp_ca's kfunc set) ---- */
+
+#define __ksym __attribute__((section(".ksyms")))
+extern u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
+extern void tcp_reno_cong_avoid(struct sock *sk, u32 ack, u32 acked) __ksym;
+extern u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
+extern u32 tcp_slow_start(struct tcp_sock *tp, u32 acked) __ksym;
+extern void tcp_cong_avoid_ai(struct tcp_sock *tp, u32 w, u32 acked) __ksym;
+
+SEC("struct_ops/kr_ssthresh") u32 kr_ssthresh(u64 *ctx) { return tcp_reno_ssthresh((void *)ctx[0]); }
+
+SEC("struct_ops/kr_cong_avoid") void kr_cong_avoid(u64 *ctx)
+{
+	tcp_reno_cong_avoid((void *)ctx[0], ctx[1], ctx[2]);
+}
+
+SEC("struct_ops/kr_undo_cwnd") u32 kr_undo_cwnd(u64 *ctx) { return tcp_reno_undo_cwnd((void *)ctx[0]); }
+
+/* slow start, then additive increase by one segment per twice the window */
+SEC("struct_ops/ka_cong_avoid") void ka_cong_avoid(u64 *ctx)
+{
+	struct tcp_sock *tp = tcp_sk((void *)ctx[0]);
+	u32 acked = ctx[2];
+
+	if (tp->snd_cwnd < tp->snd_ssthresh) {
+		acked = tcp_slow_start(tp, acked);
+		if (!acked)
+			return;
+	}
+	tcp_cong_avoid_ai(tp, 2 * tp->snd_cwnd, acked);
+}
+
+/* the socket argument of a kfunc must be the socket, not the context */
+SEC("struct_ops/kbad_ctx_arg") u32 kbad_ctx_arg(u64 *ctx) { return tcp_reno_ssthresh((void *)ctx); }
+
+SEC(".struct_ops.link") struct tcp_congestion_ops kreno = {
+	.ssthresh = (void *)kr_ssthresh,
+	.cong_avoid = (void *)kr_cong_avoid,
+	.undo_cwnd = (void *)kr_undo_cwnd,
+	.name = "bpf_kreno",
+};
+
+SEC(".struct_ops.link") struct tcp_congestion_ops kai = {
+	.ssthresh = (void *)kbad_ctx_arg,
+	.cong_avoid = (void *)ka_cong_avoid,
+	.undo_cwnd = (void *)kr_undo_cwnd,
+	.name = "bpf_kai",
+};
+
 /* --- bpf_dummy_ops ---------------------------------------------------------------------- */
 
 struct bpf_dummy_ops_state { int val; } CORE;

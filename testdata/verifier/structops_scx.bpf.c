@@ -1,6 +1,6 @@
 /* A minimal sched_ext scheduler's ops (BPF_PROG_TYPE_STRUCT_OPS on sched_ext_ops, 7.2):
  * CPU selection keeping the previous CPU, a time slice set at enqueue (the one task field
- * with dsq_vtime a scheduler may write), a sleepable init, an exit reading the reason; and
+ * with dsq_vtime a scheduler may write), a sleepable init, an exit reading the exit code; and
  * the failures: a write to another task field, a sleepable select_cpu, dispatch's
  * maybe-NULL previous task used unchecked, a pointer returned. Kernels without sched_ext
  * (6.1, 6.12) have no sched_ext_ops: libbpf refuses before loading. */
@@ -8,7 +8,7 @@
 
 struct sched_ext_entity { u64 slice; u64 dsq_vtime; } CORE;
 struct task_struct___scx { int pid; struct sched_ext_entity scx; } CORE;
-struct scx_exit_info { int kind; s64 exit_code; } CORE;
+struct scx_exit_info { s64 exit_code; } CORE;
 
 #define SCX_SLICE_DFL 20000000ULL
 
@@ -45,9 +45,9 @@ SEC("struct_ops.s/mini_init") s32 mini_init(u64 *ctx) { return 0; }
 SEC("struct_ops/mini_exit") void mini_exit(u64 *ctx)
 {
 	struct scx_exit_info *ei = (void *)ctx[0];
-	volatile int kind = ei->kind;
+	volatile s64 code = ei->exit_code;
 
-	(void)kind;
+	(void)code;
 }
 
 /* --- failures ------------------------------------------------------------------------- */
