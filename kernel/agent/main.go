@@ -132,10 +132,18 @@ func setupGuest() {
 	if err := os.WriteFile(jitSysctl, []byte("1\n"), 0); err != nil {
 		logf("enable the BPF JIT: %v", err)
 	}
+	// Its kallsyms default follows the same option (bpf_jit_kallsyms, kernel/bpf/core.c): without
+	// it /proc/kallsyms has no [bpf] symbols, so no bpf__<ops>_<member> names struct_ops images.
+	if err := os.WriteFile(jitKallsymsSysctl, []byte("1\n"), 0); err != nil {
+		logf("enable BPF JIT kallsyms: %v", err)
+	}
 }
 
 // jitSysctl is net.core.bpf_jit_enable.
 const jitSysctl = "/proc/sys/net/core/bpf_jit_enable"
+
+// jitKallsymsSysctl is net.core.bpf_jit_kallsyms.
+const jitKallsymsSysctl = "/proc/sys/net/core/bpf_jit_kallsyms"
 
 // checkJIT says when programs will not be JITed (a host whose JIT is off: the agent does not
 // change a host's sysctl).

@@ -365,14 +365,19 @@ func soCodeEnd(arch string, b []byte, base uint64, ks *kallsyms) (int, error) {
 // tcpCongPointers walks tcp_cong_list (net/ipv4/tcp_cong.c: registered tcp_congestion_ops
 // linked by .list) for the table named name, and returns its function pointers by member.
 func (c *capturer) tcpCongPointers(st *btf.Struct, name string) (map[string]uint64, error) {
-	head, ok := c.ks.byName["tcp_cong_list"]
-	if !ok {
-		return nil, fmt.Errorf("tcp_cong_list is not in /proc/kallsyms")
-	}
 	listOff, _, ok1 := findMember(st, "list")
 	nameOff, _, ok2 := findMember(st, "name")
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("BTF: tcp_congestion_ops has no list or name")
+	}
+	head, ok := c.ks.byName["tcp_cong_list"]
+	if !ok && c.arch == "arm64" {
+		// Without KALLSYMS_ALL (arm64 6.1) data has no symbols: take the list head from the
+		// adrp/add pairs of a function that walks it.
+		head, ok = c.arm64ListHead("tcp_get_available_congestion_control", uint64(listOff), uint64(nameOff))
+	}
+	if !ok {
+		return nil, fmt.Errorf("tcp_cong_list is not in /proc/kallsyms")
 	}
 	p, err := c.mem.u64(head)
 	for n := 0; err == nil && p != head && n < 256; n++ {
@@ -402,6 +407,58 @@ func (c *capturer) tcpCongPointers(st *btf.Struct, name string) (map[string]uint
 		return nil, err
 	}
 	return nil, fmt.Errorf("no tcp_congestion_ops named %q in tcp_cong_list", name)
+}
+
+// arm64ListHead decodes the adrp + add (or ldr) pairs in the first instructions of fn and
+// returns the first address that is a list of tcp_congestion_ops: its next pointers come back
+// to it, and each entry's name is printable.
+func (c *capturer) arm64ListHead(fn string, listOff, nameOff uint64) (uint64, bool) {
+	a, ok := c.ks.byName[fn]
+	if !ok {
+		return 0, false
+	}
+	code, err := c.mem.read(a, 512)
+	if err != nil {
+		return 0, false
+	}
+	var page [32]uint64
+	for i := 0; i+4 <= len(code); i += 4 {
+		w := binary.LittleEndian.Uint32(code[i:])
+		rd, rn := w&31, (w>>5)&31
+		var cand uint64
+		switch {
+		case w&0x9f000000 == 0x90000000: // adrp
+			imm := uint64(int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3)<<11) >> 11)
+			page[rd] = (a+uint64(i))&^0xfff + imm<<12
+			continue
+		case w&0xffc00000 == 0x91000000 && page[rn] != 0: // add xd, xn, #lo12
+			cand = page[rn] + uint64((w>>10)&0xfff)
+		case w&0xffc00000 == 0xf9400000 && page[rn] != 0: // ldr xt, [xn, #lo12]
+			cand = page[rn] + 8*uint64((w>>10)&0xfff)
+		default:
+			continue
+		}
+		if c.isCongList(cand, listOff, nameOff) {
+			return cand, true
+		}
+	}
+	return 0, false
+}
+
+func (c *capturer) isCongList(head, listOff, nameOff uint64) bool {
+	p, err := c.mem.u64(head)
+	for n := 0; err == nil && n < 64; n++ {
+		if p == head {
+			return n > 0
+		}
+		nb, rerr := c.mem.read(p-listOff+nameOff, 16)
+		name := unix.ByteSliceToString(nb)
+		if rerr != nil || name == "" || strings.IndexFunc(name, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+			return false
+		}
+		p, err = c.mem.u64(p)
+	}
+	return false
 }
 
 type ksym struct {
