@@ -498,6 +498,8 @@ var goldenSO = []struct {
 	{k: btfmodel.Kernel72, ops: "tcp_congestion_ops", mem: "ssthresh"},
 	{k: btfmodel.Kernel72, ops: "tcp_congestion_ops", mem: "cong_avoid"},
 	{k: btfmodel.Kernel72, ops: "sched_ext_ops", mem: "select_cpu"},
+	{k: btfmodel.Kernel72, ops: "sched_ext_ops", mem: "init_task", sleepable: true},
+	{k: btfmodel.Kernel72, ops: "Qdisc_ops", mem: "enqueue"},
 	{k: btfmodel.Kernel72, ops: "tcp_congestion_ops", mem: "cong_avoid", ibt: true, kcfi: true},
 }
 
@@ -544,9 +546,13 @@ func TestGoldenStructOps(t *testing.T) {
 			}
 			if c := captured[string(g.k)+"/"+req.StructOps.String()]; c != nil && !g.ibt && !g.kcfi {
 				kimg, _ := hex.DecodeString(c.Image)
+				if c.Request.Progs[0].Sleepable != g.sleepable {
+					t.Errorf("the captured %s is sleepable=%v", c.ID, c.Request.Progs[0].Sleepable)
+				}
 				if err := kernel.SameModuloAddresses(string(btfmodel.ARM64), img.Code, kimg); err != nil {
 					t.Errorf("differs from the captured %s: %v", c.ID, err)
 				}
+				t.Logf("the kernel's %s modulo addresses", c.ID)
 			}
 			p, err := arm64.ProfileFor(g.k)
 			if err != nil {
