@@ -91,7 +91,9 @@
 // image + cfi_get_offset() through a register (x86 call *%r11, arm64 blr x16, riscv64 jalr
 // ra, t1), as a subsystem calls ops->member(...): x86 executes the image's endbr64, and the
 // landing check requires one with features.ibt, a bti c or bti jc on arm64 with BTI (blr's
-// BTYPE), and with kCFI the member's hash where the caller's check reads it. The oracle
+// BTYPE), and with kCFI the member's hash where the caller's check reads it; under FineIBT
+// the caller calls a stand-in for the rewritten call site (fineibt_caller: the hash in r10d,
+// or eax with CapX86FineIBTEAX, then a jump to the preamble at the image's start). The oracle
 // expects one __bpf_prog_enter/exit (or the _sleepable pair: struct_ops programs are not
 // recursion-checked) around the program, which sees the arguments as fentry does, and
 // nothing else; the caller gets the program's return value (Options.RetValues[0], else a

@@ -89,8 +89,29 @@ func cfiOffset(req *jit.Request, f jit.Flags) (uint64, error) {
 			return 5, nil
 		}
 		return 4, nil // the hash word before bti jc / the first instruction
+	case jit.CFIFineIBT:
+		if req.Arch == btfmodel.AMD64 {
+			return 16, nil // the 16-byte FineIBT preamble, which the caller enters
+		}
 	}
-	return 0, fmt.Errorf("features.cfi %q: the caller's FineIBT sequence (the hash in a register, a call to the preamble) is not modelled", req.Features.CFI)
+	return 0, fmt.Errorf("features.cfi %q: not a CFI mode of %s", req.Features.CFI, req.Arch)
+}
+
+// fineIBTCaller is the call site a FineIBT kernel rewrites an indirect call into
+// (arch/x86/kernel/alternative.c, fineibt_caller): the member's hash in r10d (eax where
+// CapX86FineIBTEAX), then a call to the pointer minus 16, the preamble, which subtracts the
+// hash and traps unless it matched. The harness's caller calls this stub, which loads the
+// hash and jumps to the image's start: the preamble then runs as the kernel's would.
+func fineIBTCaller(req *jit.Request, at, image uint64) ([]byte, error) {
+	var b []byte
+	if req.Kernel.Has(btfmodel.CapX86FineIBTEAX) {
+		b = append(b, 0xb8) // mov eax, hash
+	} else {
+		b = append(b, 0x41, 0xba) // mov r10d, hash
+	}
+	b = binary.LittleEndian.AppendUint32(b, req.Features.CFIHash)
+	j, err := x86asm(nil).rel32(0xe9, at+uint64(len(b)), image)
+	return append(b, j...), err
 }
 
 // structOpsRet is what the caller finds in its return register when the program returned
@@ -169,6 +190,12 @@ func structOpsLanding(req *jit.Request, code []byte, off uint64) []string {
 		}
 		return code[o : o+uint64(n)]
 	}
+	if f.CFI == jit.CFIFineIBT && off > 0 {
+		// The preamble checks the hash when it runs; it must start with endbr64.
+		if e := at(0, 4); e == nil || string(e) != "\xf3\x0f\x1e\xfa" {
+			bad = append(bad, "no endbr64 at the FineIBT preamble (image+0x0), which the call site enters")
+		}
+	}
 	if f.CFI == jit.CFIKCFI && off > 0 {
 		// The caller compares the preamble's hash with its own before the call.
 		hashAt := off - 4
@@ -181,7 +208,7 @@ func structOpsLanding(req *jit.Request, code []byte, off uint64) []string {
 	}
 	switch req.Arch {
 	case btfmodel.AMD64:
-		if f.IBT {
+		if f.IBT && f.CFI != jit.CFIFineIBT { // FineIBT's endbr64 starts the preamble (above)
 			if e := at(off, 4); e == nil || string(e) != "\xf3\x0f\x1e\xfa" {
 				bad = append(bad, fmt.Sprintf("no endbr64 at image+%#x: an indirect call faults (#CP) with IBT", off))
 			}
@@ -219,6 +246,7 @@ func (h *Harness) layOutStructOps(l *Loaded, nc *nativeCfg) ([]piece, map[string
 	}
 	l.entry, l.body = l.image+off, 0
 	l.landing = structOpsLanding(req, l.code, off)
+	fineIBT := req.Features.CFI == jit.CFIFineIBT && off > 0
 	retFor := func(int) uint64 {
 		if len(o.RetValues) > 0 {
 			return o.RetValues[0]
@@ -232,6 +260,15 @@ func (h *Harness) layOutStructOps(l *Loaded, nc *nativeCfg) ([]piece, map[string
 	pieces := append([]piece{{name: "image", addr: l.image, code: l.code}}, stubs...)
 	if pieces, err = addClusterCode(h.tg, pieces, o.Clobber, nc != nil); err != nil {
 		return nil, nil, nil, err
+	}
+	if fineIBT {
+		at := placeAfter(pieces, l.image)
+		code, err := fineIBTCaller(req, at, l.image)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		pieces = append(pieces, piece{name: "FineIBT call site", addr: at, code: code})
+		l.entry = at
 	}
 	var fails []uint64
 	for _, p := range pieces {
@@ -263,9 +300,12 @@ func (l *Loaded) structOpsRetDetail() string {
 
 // landingDetail says what the landing check found in a passing struct_ops call.
 func (l *Loaded) landingDetail() string {
-	off := l.entry - l.image
-	what := []string{fmt.Sprintf("entered at image+%#x", off)}
 	f := l.req.Features
+	off := l.entry - l.image
+	if l.entry < l.image || l.entry >= l.image+uint64(len(l.code)) {
+		return fmt.Sprintf("the ops pointer is image+0x10; the FineIBT call site enters the preamble at image+0x0 with hash %#x, which it accepted", f.CFIHash)
+	}
+	what := []string{fmt.Sprintf("entered at image+%#x", off)}
 	switch {
 	case l.req.Arch == btfmodel.AMD64 && len(l.code) >= int(off)+4 && string(l.code[off:off+4]) == "\xf3\x0f\x1e\xfa":
 		what = append(what, "endbr64 there")

@@ -209,6 +209,24 @@ func TestStructOpsOracleCatches(t *testing.T) {
 		bad = append([]byte(nil), code...)
 		bad[0] ^= 1
 		expectFail("arm64 wrong kCFI hash", run(k, bad, o), emu.CheckLanding)
+
+		// FineIBT: the call site enters the preamble with the hash in r10d (6.12) or eax
+		// (7.2), and the preamble traps on another hash (ud2, or the UDB byte).
+		for _, kv := range []btfmodel.Kernel{btfmodel.Kernel612, btfmodel.Kernel72} {
+			f := structOpsReq(btfmodel.AMD64, kv, "tcp_congestion_ops.ssthresh", jit.Prog{})
+			f.Features.IBT, f.Features.CFI, f.Features.CFIHash = true, jit.CFIFineIBT, 0x12345678
+			code = gen(f)
+			if rep := run(f, code, o); !rep.OK {
+				t.Fatalf("%s FineIBT image fails:%s", kv, failures(rep))
+			}
+			i := bytes.Index(code, []byte{0x78, 0x56, 0x34, 0x12})
+			if i < 0 || i > 16 {
+				t.Fatalf("%s: no hash in the FineIBT preamble of %x", kv, code)
+			}
+			bad = append([]byte(nil), code...)
+			bad[i] ^= 1
+			expectFail(fmt.Sprintf("%s FineIBT wrong hash", kv), run(f, bad, o), emu.CheckRun)
+		}
 	}
 }
 
