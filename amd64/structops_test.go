@@ -394,3 +394,107 @@ func checkBoundaries(t *testing.T, objdump string, img *jit.Image) {
 		t.Errorf("instruction starts differ from objdump's:\n ours   %v\n objdump %v", ours, theirs)
 	}
 }
+
+// soTables are the ops tables a Debian x86_64 kernel may register; StructOpsModel says which
+// this one's BTF has and what BPF may implement.
+var soTables = []string{"tcp_congestion_ops", "bpf_dummy_ops", "sched_ext_ops", "sched_ext_ops_cid",
+	"Qdisc_ops", "io_uring_bpf_ops", "hid_bpf_ops"}
+
+// TestStructOpsEveryMember generates every member BPF may implement on each profile, in each
+// CFI form the profile can boot, and checks each image's invariants (checkImage), its
+// instruction boundaries against objdump, its shape (the landing sequence the mode gives, no
+// im, no original call, the program's value reloaded before leave exactly when the member
+// returns one), and that sizes and entry offsets are the kernel's.
+func TestStructOpsEveryMember(t *testing.T) {
+	objdump, _ := exec.LookPath("objdump")
+	total := 0
+	for _, k := range btfmodel.Kernels {
+		spec, err := btfmodel.LoadFile(filepath.Join("..", "testdata", "kernel", string(k)+"-amd64", "vmlinux.btf.xz"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		modes := []string{jit.CFINone}
+		if k.Has(btfmodel.CapStructOpsIndirect) {
+			modes = append(modes, jit.CFIKCFI, jit.CFIFineIBT)
+		}
+		n := 0
+		for _, ops := range soTables {
+			members, err := btfmodel.StructOpsMembers(spec, ops)
+			if err != nil {
+				continue
+			}
+			for _, mem := range members {
+				so, err := btfmodel.StructOpsModel(spec, ops, mem, k, btfmodel.AMD64)
+				if err != nil || !so.Verdict.OK {
+					continue
+				}
+				for _, mode := range modes {
+					feat := jit.Features{CFI: mode}
+					if mode != jit.CFINone {
+						feat.CFIHash = 0x6b1c2d3e
+					}
+					req := soRequest(t, k, ops, mem, false, feat)
+					tr, img, err := jit.Generate(req)
+					if err != nil {
+						t.Errorf("%s %s.%s %q: %v", k, ops, mem, mode, err)
+						continue
+					}
+					checkImage(t, tr, img)
+					if objdump != "" && mode == jit.CFINone {
+						checkBoundaries(t, objdump, img)
+					}
+					checkSOShape(t, tr, img)
+					n++
+				}
+			}
+		}
+		t.Logf("%s: %d struct_ops images (every implementable member × %d CFI forms)", k, n, len(modes))
+		total += n
+	}
+	if total < 100 {
+		t.Errorf("only %d struct_ops images", total)
+	}
+}
+
+// checkSOShape asserts what bpf_struct_ops_prepare_trampoline's flags make of an image.
+func checkSOShape(t *testing.T, tr *jit.Tramp, img *jit.Image) {
+	t.Helper()
+	name := fmt.Sprintf("%s %s %q", tr.Kernel, tr.StructOps, tr.Features.CFI)
+	indirect := tr.Flags&jit.FlagIndirect != 0
+	if indirect != tr.Kernel.Has(btfmodel.CapStructOpsIndirect) || (tr.Flags&jit.FlagRetFentryRet != 0) != (tr.Model.RetSize > 0) {
+		t.Errorf("%s: flags %v", name, tr.Flags)
+	}
+	for _, r := range img.Relocs {
+		if r.Symbol == "im" || r.Symbol == "func" || r.Symbol == jit.HelperTrampEnter || r.Symbol == jit.HelperTrampExit {
+			t.Errorf("%s: refers to %s", name, r.Symbol)
+		}
+	}
+	start := img.Code
+	switch {
+	case !indirect:
+		// 6.1: EMIT_ENDBR, nothing on Debian's build.
+		if !bytes.HasPrefix(start, []byte{0x55}) {
+			t.Errorf("%s: starts % x", name, start[:4])
+		}
+	case tr.Features.CFI == jit.CFINone:
+		if !bytes.HasPrefix(start, append(append([]byte{}, endbr64...), 0x55)) {
+			t.Errorf("%s: starts % x", name, start[:5])
+		}
+	default:
+		if len(section(t, img, SecCFI)) != 20 || start[20] != 0x55 {
+			t.Errorf("%s: cfi section % x", name, section(t, img, SecCFI))
+		}
+	}
+	tail := []byte{0xc9, 0xc3, 0xcc} // leave; ret; int3 (SLS), never add rsp,8
+	if !bytes.HasSuffix(img.Code, tail) || bytes.Contains(img.Code, mustHex("48 83 c4 08")) {
+		t.Errorf("%s: ends % x", name, img.Code[len(img.Code)-8:])
+	}
+	reload := bytes.Contains(section(t, img, jit.SecEpilogue), mustHex("48 8b 45 f8"))
+	if reload != (tr.Model.RetSize > 0) {
+		t.Errorf("%s: epilogue reloads rax %v, member returns %d bytes", name, reload, tr.Model.RetSize)
+	}
+	size, _ := Backend{}.ImageSize(tr, img)
+	if want := len(img.Code) + 64; tr.Kernel == btfmodel.Kernel61 && size != len(img.Code) || tr.Kernel != btfmodel.Kernel61 && size != want {
+		t.Errorf("%s: size %d for %d bytes of code", name, size, len(img.Code))
+	}
+}
