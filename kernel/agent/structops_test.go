@@ -36,7 +36,7 @@ type regionMem struct {
 
 func (m regionMem) read(a uint64, n int) ([]byte, error) {
 	for base, b := range m.regions {
-		if a >= base && a+uint64(n) <= base+uint64(len(b)) {
+		if a >= base && a-base <= uint64(len(b)) && uint64(n) <= uint64(len(b))-(a-base) {
 			return append([]byte(nil), b[a-base:a-base+uint64(n)]...), nil
 		}
 	}
@@ -44,11 +44,9 @@ func (m regionMem) read(a uint64, n int) ([]byte, error) {
 }
 
 func (m regionMem) u64(a uint64) (uint64, error) {
-	if b, err := m.read(a, 8); err == nil && len(m.regions) > 0 {
-		for base, r := range m.regions {
-			if a >= base && a+8 <= base+uint64(len(r)) {
-				return binary.LittleEndian.Uint64(b), nil
-			}
+	for base, r := range m.regions {
+		if a >= base && a-base <= uint64(len(r)) && uint64(len(r))-(a-base) >= 8 {
+			return binary.LittleEndian.Uint64(r[a-base:]), nil
 		}
 	}
 	return m.words.u64(a)
@@ -185,5 +183,36 @@ func TestPageSlots(t *testing.T) {
 	pageSlots(s)
 	if got := fmt.Sprint(s[0].Page, s[1].Page, s[2].Page, s[3].Page, s[4].Page); got != "0 0 1 1 2" {
 		t.Errorf("pages %s, want 0 0 1 1 2", got)
+	}
+}
+
+// TestARM64ListHead: without KALLSYMS_ALL the list head comes from the adrp + add in a
+// function that walks it; an adrp + add to something that is not such a list is skipped.
+func TestARM64ListHead(t *testing.T) {
+	const (
+		fn   = uint64(0xffff800008100010)
+		head = uint64(0xffff800009a3c5e8) // tcp_cong_list
+		bad  = uint64(0xffff800009a30000)
+		reno = uint64(0xffff800009b00000) // a registered tcp_congestion_ops
+	)
+	adrp := func(rd uint32, pc, target uint64) uint32 {
+		imm := uint32((target&^0xfff - pc&^0xfff) >> 12)
+		return 0x90000000 | (imm&3)<<29 | (imm>>2&0x7ffff)<<5 | rd
+	}
+	add := func(rd, rn uint32, lo uint64) uint32 { return 0x91000000 | uint32(lo&0xfff)<<10 | rn<<5 | rd }
+	words := []uint32{adrp(1, fn, bad), add(1, 1, bad), adrp(0, fn+8, head), add(0, 0, head), 0xd65f03c0}
+	code := make([]byte, 512)
+	for i, w := range words {
+		binary.LittleEndian.PutUint32(code[4*i:], w)
+	}
+	name := make([]byte, 16)
+	copy(name, "reno")
+	m := regionMem{regions: map[uint64][]byte{fn: code, reno + 128: name}, words: fakeMem{
+		head: reno + 152, reno + 152: head, // head <-> reno.list
+		bad: 0x10, // not a list
+	}}
+	c := &capturer{arch: "arm64", mem: m, ks: &kallsyms{byName: map[string]uint64{"tcp_get_available_congestion_control": fn}}}
+	if got, ok := c.arm64ListHead("tcp_get_available_congestion_control", 152, 128); !ok || got != head {
+		t.Errorf("list head %#x, %v; want %#x", got, ok, head)
 	}
 }
