@@ -10,6 +10,7 @@ import (
 
 	"github.com/trampjit/trampjit/amd64"
 	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/emu"
 	"github.com/trampjit/trampjit/jit"
 	"github.com/trampjit/trampjit/kernel"
 )
@@ -211,3 +212,36 @@ func checkPacking(t *testing.T, dir string, cases []*kernel.CorpusCase) int {
 
 // pageSize is PAGE_SIZE, what one struct_ops image page holds.
 const pageSize = 4096
+
+// TestStructOpsOracle runs every struct_ops image of TestStructOpsEveryMember under Unicorn,
+// called indirectly at the ops pointer (emu's struct_ops caller: FineIBT's hash in the
+// register the profile's preamble checks, kCFI's read before the entry), with every stub
+// clobbering the caller-saved registers: the program sees the arguments, the caller gets the
+// program's value as the member's width, nothing else is called, rbx, rbp and rsp survive.
+func TestStructOpsOracle(t *testing.T) {
+	n, checks := 0, 0
+	defer func() { t.Logf("%d struct_ops images, %d oracle checks", n, checks) }()
+	for _, req := range amd64.StructOpsRequests(t) {
+		m, err := req.Model()
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := make([]uint64, m.NrRegs())
+		for i := range args {
+			args[i] = 0x0101010101010101 * uint64(i+1)
+		}
+		name := string(req.Kernel) + " " + req.StructOps.String() + " " + req.Features.CFI
+		rep, err := emu.Run(req, emu.Options{Clobber: true, Args: args})
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		for _, f := range rep.Failed() {
+			t.Errorf("%s: %s: %s", name, f.Name, f.Detail)
+		}
+		if len(rep.Checks) < 4 {
+			t.Errorf("%s: only %d checks ran", name, len(rep.Checks))
+		}
+		n, checks = n+1, checks+len(rep.Checks)
+	}
+}
