@@ -56,6 +56,13 @@ func (c *checker) maxFuncID() int32 {
 
 // helperProto is get_helper_proto: the prototype the program's type gets, if any.
 func (c *checker) helperProto(id int32) (helperProto, bool) {
+	if c.so != nil {
+		p, ok := c.structOpsHelperProto(id) // structops.go
+		if ok && p.sleepOnly && !c.has(btfmodel.CapVerifierHelperMightSleep) && !c.prog.Sleepable {
+			return p, false
+		}
+		return p, ok
+	}
 	lsm := c.prog.AttachType == btfmodel.LSM
 	if p, ok := lsmProtos[id]; ok && lsm {
 		return p, true

@@ -328,3 +328,54 @@ func (c *checker) structOpsReturn() error {
 }
 
 func (so *structOps) String() string { return fmt.Sprintf("%s.%s", so.ops, so.member) }
+
+// baseHelpers are the helpers bpf_base_func_proto (kernel/bpf/helpers.c) gives a
+// privileged loader: what sched_ext_ops, Qdisc_ops and hid_bpf_ops programs get, and
+// tcp_congestion_ops programs beyond bpf_tcp_ca's own. bpf_get_current_pid_tgid (14) and
+// bpf_get_ns_current_pid_tgid (120) joined them later (CapHelperBasePidTgid).
+var baseHelpers = map[int32]bool{
+	1: true, 2: true, 3: true, 87: true, 88: true, 89: true, 195: true, // maps
+	5: true, 7: true, 8: true, 12: true, 42: true, 125: true, 208: true, // time, ids, tail call
+	130: true, 131: true, 132: true, 133: true, 134: true, 209: true, // ring buffers
+	164: true, 181: true, 182: true, // for_each_map_elem, loop, strncmp
+	197: true, 198: true, 199: true, 200: true, 201: true, 202: true, 203: true, // dynptrs
+	93: true, 94: true, 118: true, 153: true, 154: true, 169: true, 170: true, 171: true, 172: true, 194: true, // CAP_BPF
+	6: true, 35: true, 112: true, 113: true, 114: true, 115: true, 149: true, 158: true, 165: true, 175: true, 177: true, // CAP_PERFMON
+}
+
+// tcpCAHelpers are bpf_tcp_ca_get_func_proto's own (net/ipv4/bpf_tcp_ca.c): the socket
+// helpers take the congestion control's socket.
+var tcpCAHelpers = map[int32]helperProto{
+	116: {args: []argKind{argBTFID, argAnything}, btfID: "tcp_sock"},                                                                         // bpf_tcp_send_ack
+	107: {args: []argKind{argConstMap, argSockCommon, argMapValueOrNull, argAnything}, ret: retMapValueOrNull, maps: []string{"sk_storage"}}, // bpf_sk_storage_get
+	108: {args: []argKind{argConstMap, argSockCommon}, maps: []string{"sk_storage"}},                                                         // bpf_sk_storage_delete
+	49:  {args: []argKind{argSockCommon, argAnything, argAnything, argMem, argConstSize}},                                                    // bpf_setsockopt
+	57:  {args: []argKind{argSockCommon, argAnything, argAnything, argUninitMem, argConstSize}},                                              // bpf_getsockopt
+	160: {},                                                                                                                                  // bpf_ktime_get_coarse_ns
+}
+
+// structOpsHelperProto is the table's verifier_ops.get_func_proto: bpf_dummy_ops has none,
+// bpf_tcp_ca adds its socket helpers (setsockopt and getsockopt not from release), the
+// others offer bpf_base_func_proto.
+func (c *checker) structOpsHelperProto(id int32) (helperProto, bool) {
+	switch c.so.ops {
+	case "bpf_dummy_ops":
+		return helperProto{}, false
+	case "tcp_congestion_ops":
+		if p, ok := tcpCAHelpers[id]; ok {
+			if (id == 49 || id == 57) && c.so.member == "release" {
+				return p, false
+			}
+			return p, true
+		}
+	}
+	if !baseHelpers[id] && !((id == 14 || id == 120) && c.has(btfmodel.CapHelperBasePidTgid)) {
+		return helperProto{}, false
+	}
+	p, ok := helperProtos[id]
+	if !ok {
+		return p, false
+	}
+	p.allowed = nil
+	return p, true
+}
