@@ -32,7 +32,8 @@ type StackLayout struct {
 	// cookie users is at rbp-(CookieOff-8k); equal to IPOff without cookies.
 	CookieOff int
 	// StackArgsOff is where the caller's stack arguments start above rbp: 0x18 past the saved
-	// rbp and two return addresses, 0x10 in jmp mode (one return address).
+	// rbp and two return addresses, 0x10 in jmp mode and, from CapX86IndirectArgs, for a
+	// struct_ops image (one return address; 6.12 reads a struct_ops member's at 0x18).
 	StackArgsOff int
 	RBXOff       int // saved rbx: a frame slot (6.12) or where `push rbx` lands (6.1)
 	RunCtxOff    int // struct bpf_tramp_run_ctx; the cookie is its first word
