@@ -145,7 +145,7 @@ func addClusterCode(tg target, all []piece, clobber, native bool) ([]piece, erro
 	type extra struct{ keep, every, prog, fail uint64 }
 	extras := map[uint64]extra{} // cluster start -> its code
 	for i, n := 0, len(all); i < n; i++ {
-		if all[i].hook == stubNone || !(all[i].routine || all[i].native != nil) {
+		if all[i].hook == stubNone || !(all[i].routine || all[i].native != nil || overlaps(all, i)) {
 			continue
 		}
 		cs, _ := cluster(all, all[i].addr)
@@ -181,7 +181,11 @@ func addClusterCode(tg target, all []piece, clobber, native bool) ([]piece, erro
 			if err := all[i].build(tg, r, x.fail); err != nil {
 				return nil, err
 			}
-			continue
+			if !overlaps(all, i) {
+				continue
+			}
+			// A stub that does not fit before the next piece (a struct_ops image right
+			// after its program's entry) jumps to its code, as checking stubs do.
 		}
 		// Checking stubs are too long for the gaps between kernel helpers: the stub
 		// jumps to its checks, placed past the cluster (a jump leaves the return
@@ -201,6 +205,17 @@ func addClusterCode(tg target, all []piece, clobber, native bool) ([]piece, erro
 		all[i].code = code
 	}
 	return all, nil
+}
+
+// overlaps says whether piece i shares bytes with another piece.
+func overlaps(all []piece, i int) bool {
+	p := &all[i]
+	for j := range all {
+		if j != i && all[j].addr < p.end() && p.addr < all[j].end() {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *piece) build(tg target, routine, fail uint64) error {
