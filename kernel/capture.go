@@ -39,7 +39,8 @@ type CaptureOptions struct {
 	// Merge adds the captured cases to OutDir's cases.jsonl instead of replacing the corpus:
 	// a case whose id is there already is replaced in place, new ones are appended, the rest
 	// is kept; OutDir's other files stay (info.json, kernel.json and boots.json are written
-	// only where missing). The directory is still replaced in one rename.
+	// only where missing). The directory is still replaced in one rename. Without a Pin the
+	// build booted is the one OutDir's kernel.json names; another build merges nothing.
 	Merge bool
 }
 
@@ -102,6 +103,14 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 		}
 		if err := checkRecapture(o.OutDir, o.Local != nil); err != nil {
 			return nil, err
+		}
+		if o.Merge && o.Local == nil && o.Pin == (vm.Pin{}) {
+			// Merged cases must come from the corpus's own build.
+			pin, err := CorpusPin(o.OutDir)
+			if err != nil {
+				return nil, err
+			}
+			o.Pin = pin
 		}
 	}
 	if l := o.Local; l != nil {
@@ -197,6 +206,10 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 		return rep, fmt.Errorf("%s-%s: the guest's BTF (/sys/kernel/btf/vmlinux) was not copied out (%s); nothing written", o.Kernel, o.Arch, orDefault(rep.btfErr, "the guest sent none"))
 	}
 	if o.OutDir != "" {
+		if o.Merge && o.Pin.Version != "" && rep.Kernel != nil && rep.Kernel.Version != o.Pin.Version {
+			return rep, fmt.Errorf("--merge: %s was captured from %s %s, but the guest ran %s %s (that build left the archive): nothing merged",
+				o.OutDir, o.Pin.Package, o.Pin.Version, rep.Kernel.Package, rep.Kernel.Version)
+		}
 		files, err := corpusFiles(rep)
 		if err == nil && o.Merge {
 			files, err = mergeFiles(o.OutDir, files)
