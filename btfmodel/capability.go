@@ -55,6 +55,8 @@ const (
 	CapRiscvKCFI        Capability = "riscv64-kcfi"
 	// struct_ops images (kernel/bpf/bpf_struct_ops.c).
 	CapStructOpsIndirect Capability = "struct-ops-indirect"
+	// sched_ext's dispatch asks for a private stack.
+	CapStructOpsSchedExtPrivStack Capability = "struct-ops-sched-ext-priv-stack"
 )
 
 // struct_ops programs.
@@ -63,6 +65,7 @@ const (
 	CapVerifierOpsWriteOnly   Capability = "verifier-struct-access-write-only"
 	CapVerifierOpsWriteMsg    Capability = "verifier-struct-ops-write-msg"
 	CapHelperBasePidTgid      Capability = "helper-base-pid-tgid"
+	CapVerifierTCPCAWriteMore Capability = "verifier-tcp-ca-write-more"
 )
 
 // The verifier's instruction walk (kernel/bpf/verifier.c).
@@ -240,6 +243,8 @@ var Capabilities = []CapInfo{
 		Doc: "the riscv64 JIT emits kCFI type hashes ('riscv64/cfi,bpf: Support kCFI + BPF on riscv64', emit_kcfi): with kCFI on, a struct_ops image starts with the 4-byte hash of the member's CFI stub and the ops table points past it (cfi_get_offset() = 4); Debian builds riscv64 with GCC, without kCFI"},
 	{Cap: CapStructOpsIndirect, Since: v(6, 8),
 		Doc: "struct_ops images are built with BPF_TRAMP_F_INDIRECT ('x86/cfi,bpf: Fix bpf_struct_ops CFI'): bpf_struct_ops_prepare_trampoline starts from it and adds RET_FENTRY_RET for a non-void member; 6.1 passes RET_FENTRY_RET alone, or 0"},
+	{Cap: CapStructOpsSchedExtPrivStack, After: v(6, 12), Since: v(7, 2),
+		Doc: "sched_ext_ops.dispatch (and sched_ext_ops_cid's) programs ask for a private stack (priv_stack_requested, for the sub-scheduler dispatch recursion); a JIT without bpf_jit_supports_private_stack refuses them at load: 'Private stack not supported by jit', EACCES (captured on riscv64 7.2; Debian 6.12 has no sched_ext, so the release it arrived in is not pinned)"},
 	{Cap: CapFsession, Since: v(7, 0), Doc: "BPF_TRACE_FSESSION (attach type 58): one program as both fentry and fexit, with a session cookie"},
 	{Cap: CapHelperCgrpStorage, Since: v(6, 2), Doc: "bpf_cgrp_storage_get/delete exist: __BPF_FUNC_MAX_ID is 212, not 210"},
 
@@ -313,6 +318,7 @@ var Capabilities = []CapInfo{
 	{Cap: CapVerifierGlobalVoidReturn, After: v(6, 12), Since: v(7, 2), Doc: "a global function may return void ('Global function %s() doesn't return scalar' before)"},
 	bounded(CapVerifierStructOpsSleep, "struct_ops programs may be sleepable (6.1: 'Only fentry/fexit/fmod_ret, lsm, and kprobe/uprobe programs can be sleepable')"),
 	bounded(CapVerifierOpsWriteOnly, "an ops table's btf_struct_access sees only writes and bounds them itself (bpf_dummy_ops: 'write access at off %d with size %d'); 6.1 walks a write as a read"),
+	bounded(CapVerifierTCPCAWriteMore, "a congestion control may also write tcp_sock's app_limited and snd_cwnd_stamp ('no write support to tcp_sock at off %d' on 6.1)"),
 	bounded(CapHelperBasePidTgid, "bpf_base_func_proto offers bpf_get_current_pid_tgid and bpf_get_ns_current_pid_tgid (6.1: tracing programs only; struct_ops programs are refused them)"),
 	{Cap: CapVerifierOpsWriteMsg, After: v(6, 12), Since: v(7, 2), Doc: "a write an ops table's btf_struct_access refuses is logged as 'R%d cannot write into ptr_%s at off=%d size=%d' (the tables' own words before)"},
 	{Cap: CapVerifierRefsInState, After: v(6, 12), Since: v(7, 2), Doc: "references belong to the verifier state, not a frame: a callback's exit no longer checks them ('Unreleased reference' at the callback's exit before), the main program's exit does"},

@@ -3,6 +3,7 @@ package btfmodel
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cilium/ebpf/btf"
@@ -18,12 +19,43 @@ const (
 	trampFIndirect     uint32 = 1 << 8 // BPF_TRAMP_F_INDIRECT
 )
 
-// unsupportedStructOpsMembers are the members a kernel refuses to let BPF implement, by ops
-// table: bpf_tcp_ca_check_member's unsupported_ops (net/ipv4/bpf_tcp_ca.c, 6.1), which later
-// kernels express as a NULL cfi_stubs entry checked by bpf_struct_ops_supported
-// (kernel/bpf/bpf_struct_ops.c); both refuse with -ENOTSUPP and the same verifier line.
-var unsupportedStructOpsMembers = map[string][]string{
-	"tcp_congestion_ops": {"get_info"},
+// structOpsTable is what one ops table's registration (its struct bpf_struct_ops: cfi_stubs,
+// check_member, init_member) decides about the members BPF may implement, as data: the
+// captures of Debian's kernels settle every entry.
+type structOpsTable struct {
+	// unsupported are members the kernel refuses to let BPF implement: check_member's list
+	// (bpf_tcp_ca_check_member's unsupported_ops, net/ipv4/bpf_tcp_ca.c, 6.1) or, in later
+	// kernels, a NULL cfi_stubs entry (bpf_struct_ops_supported, kernel/bpf/bpf_struct_ops.c).
+	// Both refuse with -ENOTSUPP and "attach to unsupported member %s of struct %s".
+	unsupported []string
+	// supported, when set, are the only members with a cfi_stubs entry: every other function
+	// pointer is unsupported (Qdisc_ops: net/sched/bpf_qdisc.c's __bpf_ops_qdisc_ops stubs
+	// enqueue, dequeue, init, reset and destroy; the 7.2 captures refuse the other eleven).
+	supported []string
+	// initMemberRefuses: the table's init_member fails for every member, so no map update
+	// ever builds its images (bpf_dummy_init_member, net/bpf/bpf_dummy_struct_ops.c, returns
+	// -EOPNOTSUPP: bpf_dummy_ops exists to be run by BPF_PROG_TEST_RUN, which builds a
+	// trampoline of its own for the one run and frees it).
+	initMemberRefuses string
+	// privStack are members whose programs ask for a private stack (check_member sets
+	// priv_stack_requested): a JIT without bpf_jit_supports_private_stack refuses them at load.
+	privStack []string
+	// privStackSince is the kernel that asks for it (CapStructOpsSchedExtPrivStack).
+	privStackSince Capability
+}
+
+var structOpsTables = map[string]structOpsTable{
+	"tcp_congestion_ops": {unsupported: []string{"get_info"}},
+	"Qdisc_ops":          {supported: []string{"enqueue", "dequeue", "init", "reset", "destroy"}},
+	"bpf_dummy_ops": {initMemberRefuses: "bpf_dummy_init_member refuses every member (-EOPNOTSUPP): bpf_dummy_ops " +
+		"is run only by BPF_PROG_TEST_RUN, which builds a trampoline for the one run"},
+	// kernel/sched/ext.c: ops.dispatch may recurse into a sub-scheduler's dispatch, so its
+	// program asks for a private stack; riscv64 7.2 refuses it ("Private stack not supported
+	// by jit", EACCES), amd64 and arm64 load it.
+	"sched_ext_ops":     {privStack: []string{"dispatch"}, privStackSince: CapStructOpsSchedExtPrivStack},
+	"sched_ext_ops_cid": {privStack: []string{"dispatch"}, privStackSince: CapStructOpsSchedExtPrivStack},
+	"io_uring_bpf_ops":  {},
+	"hid_bpf_ops":       {},
 }
 
 // StructOpsMember is one member of an ops table as a kernel sees it.
@@ -121,17 +153,27 @@ func StructOpsModel(spec *btf.Spec, ops, member string, k Kernel, a Arch) (*Stru
 		return nil, err // unreachable: the loop above distilled it
 	}
 	r.Model, r.Flags = m, StructOpsFlags(m, k)
-	if isUnsupportedMember(ops, member) {
+	tab, known := structOpsTables[ops]
+	if tab.isUnsupported(member) {
 		return refuse(StageLoad, "ENOTSUPP", fmt.Sprintf("attach to unsupported member %s of struct %s", member, ops)), nil
+	}
+	if slices.Contains(tab.privStack, member) && k.Has(tab.privStackSince) && !VerifierFor(a, k).PrivateStack {
+		// bpf_enable_priv_stack (kernel/bpf/verifier.c) for a requested private stack.
+		return refuse(StageLoad, "EACCES", "Private stack not supported by jit"), nil
 	}
 	// The arch JIT's argument limits, when the map update builds the image.
 	if errno, why := CheckBPFProgTarget(m, AttachEnv{Kernel: k, Arch: a}); errno != "" {
 		r.Verdict = Verdict{Type: StructOps, Stage: StageAttach, Errno: errno, Msg: why}
 		return r, nil
 	}
+	if tab.initMemberRefuses != "" {
+		// The program loads; BPF_MAP_UPDATE_ELEM fails before any image is built.
+		r.Verdict = Verdict{Type: StructOps, Stage: StageAttach, Errno: "EOPNOTSUPP", Msg: tab.initMemberRefuses}
+		return r, nil
+	}
 	r.Verdict = Verdict{Type: StructOps, OK: true}
-	if _, known := unsupportedStructOpsMembers[ops]; !known {
-		r.Verdict.Note = fmt.Sprintf("the members the kernel refuses in %s (its check_member and NULL cfi_stubs) are not modelled yet", ops)
+	if !known {
+		r.Verdict.Note = fmt.Sprintf("the members the kernel refuses in %s (its check_member and NULL cfi_stubs) are not modelled: no Debian kernel trampjit captured registers it", ops)
 	}
 	return r, nil
 }
@@ -149,13 +191,12 @@ func StructOpsMembers(spec *btf.Spec, ops string) ([]string, error) {
 	return names, nil
 }
 
-func isUnsupportedMember(ops, member string) bool {
-	for _, m := range unsupportedStructOpsMembers[ops] {
-		if m == member {
-			return true
-		}
+// isUnsupported reports whether the table refuses BPF for member.
+func (t structOpsTable) isUnsupported(member string) bool {
+	if t.supported != nil && !slices.Contains(t.supported, member) {
+		return true
 	}
-	return false
+	return slices.Contains(t.unsupported, member)
 }
 
 // funcPtrProto is btf_type_resolve_func_ptr: a pointer, past modifiers, to a function

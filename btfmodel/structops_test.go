@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf/btf"
@@ -152,7 +153,38 @@ func TestStructOpsUnregistered(t *testing.T) {
 		t.Fatal(err)
 	}
 	// void (*enqueue)(struct task_struct *p, u64 enq_flags) (kernel/sched/ext.c)
-	if !r.Verdict.OK || r.Verdict.Note == "" || r.Model.NrArgs() != 2 || r.Flags != 0x100 {
+	if !r.Verdict.OK || r.Verdict.Note != "" || r.Model.NrArgs() != 2 || r.Flags != 0x100 {
 		t.Errorf("sched_ext_ops.enqueue: %+v %s %#x", r.Verdict, r.Model.Prototype(), r.Flags)
+	}
+}
+
+// The tables' own refusals, as Debian's 7.2 kernels gave them under qemu (the struct_ops cases
+// of testdata/kernel/7.2-*): Qdisc_ops stubs five members, bpf_dummy_ops' map update fails in
+// init_member, and sched_ext's dispatch wants a private stack riscv64's JIT has not.
+func TestStructOpsTableRules(t *testing.T) {
+	for _, c := range []struct {
+		ops, member string
+		arch        Arch
+		stage       Stage
+		errno, msg  string
+	}{
+		{"Qdisc_ops", "peek", AMD64, StageLoad, "ENOTSUPP", "attach to unsupported member peek of struct Qdisc_ops"},
+		{"Qdisc_ops", "egress_block_get", RISCV64, StageLoad, "ENOTSUPP", "attach to unsupported member egress_block_get of struct Qdisc_ops"},
+		{"Qdisc_ops", "enqueue", ARM64, "", "", ""},
+		{"bpf_dummy_ops", "test_1", AMD64, StageAttach, "EOPNOTSUPP", "bpf_dummy_init_member refuses every member"},
+		{"sched_ext_ops", "dispatch", RISCV64, StageLoad, "EACCES", "Private stack not supported by jit"},
+		{"sched_ext_ops_cid", "dispatch", RISCV64, StageLoad, "EACCES", "Private stack not supported by jit"},
+		{"sched_ext_ops", "dispatch", AMD64, "", "", ""},
+		{"sched_ext_ops", "enqueue", RISCV64, "", "", ""},
+	} {
+		s := structOpsSpec(t, "7.2-"+string(c.arch))
+		r, err := StructOpsModel(s, c.ops, c.member, "7.2", c.arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := r.Verdict
+		if ok := c.errno == ""; v.OK != ok || v.Stage != c.stage || v.Errno != c.errno || !strings.HasPrefix(v.Msg, c.msg) {
+			t.Errorf("%s.%s on %s: %+v", c.ops, c.member, c.arch, v)
+		}
 	}
 }
