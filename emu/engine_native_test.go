@@ -26,6 +26,9 @@ func needNative(t *testing.T) {
 func atNative(r *jit.Request) *jit.Request {
 	c := *r
 	c.Addrs = emu.NativeAddrs(r.Kernel, len(r.Progs))
+	if r.StructOps != nil {
+		c.Addrs.Func, c.Addrs.IP, c.Addrs.IM = 0, 0, 0 // no traced function, no bpf_tramp_image
+	}
 	return &c
 }
 

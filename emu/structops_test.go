@@ -301,12 +301,7 @@ func structOpsMutationCases(t *testing.T) []mutationCase {
 // of them the same verdicts.
 func TestStructOpsNative(t *testing.T) {
 	needNative(t)
-	at := func(r *jit.Request) *jit.Request {
-		c := *r
-		c.Addrs = emu.NativeAddrs(r.Kernel, 1)
-		c.Addrs.Func, c.Addrs.IP, c.Addrs.IM = 0, 0, 0
-		return &c
-	}
+	at := atNative
 	inputs := []emu.Options{{}, {Miss: []int{0}, Clobber: true}, {Clobber: true, Count: 100, RetValues: []uint64{0xffff_ffff_0000_0080}}}
 	for _, k := range []btfmodel.Kernel{btfmodel.Kernel61, btfmodel.Kernel612, btfmodel.Kernel72} {
 		ms := []string{"tcp_congestion_ops.ssthresh", "tcp_congestion_ops.cong_avoid", "bpf_dummy_ops.test_2"}
