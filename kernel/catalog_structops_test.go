@@ -112,3 +112,20 @@ func TestMergeFiles(t *testing.T) {
 		t.Errorf("files %v, want cases.jsonl and the missing kernel.json", names)
 	}
 }
+
+func TestStructOpsCaseValidation(t *testing.T) {
+	ok := `{"id":"s","func":"tcp_congestion_ops.ssthresh","progs":[{"kind":"struct_ops"}],"struct_ops":{"ops":"tcp_congestion_ops","member":"ssthresh","map":1}}`
+	if _, err := ParseCases(strings.NewReader(ok)); err != nil {
+		t.Errorf("valid struct_ops case: %v", err)
+	}
+	for _, c := range []struct{ line, want string }{
+		{`{"id":"s","func":"x.y","progs":[{"kind":"struct_ops"}],"struct_ops":{"ops":"x","member":"y"}}`, "ops, member and map (1, 2, ...) are required"},
+		{`{"id":"s","func":"x.y","progs":[{"kind":"fentry"}],"struct_ops":{"ops":"x","member":"y","map":1}}`, "exactly one program, of kind struct_ops"},
+		{`{"id":"s","func":"x.y","progs":[{"kind":"struct_ops"},{"kind":"struct_ops"}],"struct_ops":{"ops":"x","member":"y","map":1}}`, "exactly one program"},
+		{`{"id":"s","func":"f","progs":[{"kind":"struct_ops"}]}`, `kind "struct_ops"`},
+	} {
+		if _, err := ParseCases(strings.NewReader(c.line)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.line, err, c.want)
+		}
+	}
+}
