@@ -164,10 +164,7 @@ type Frames int
 const (
 	// TracingFrames: x29/x9 (the parent) then x29/x30 (the traced function's body).
 	TracingFrames Frames = iota
-	// StructOpsTwoFrames: 6.1's struct_ops image, built like a tracing one; x9 means nothing
-	// for an indirect call and x30 is the caller's return address.
-	StructOpsTwoFrames
-	// StructOpsOneFrame: is_struct_ops_tramp (6.9+): the x29/x30 record only.
+	// StructOpsOneFrame: a struct_ops image (is_struct_ops_tramp): the x29/x30 record only.
 	StructOpsOneFrame
 )
 
@@ -187,11 +184,6 @@ func (l StackLayout) Diagram(f Frames) string {
 	case StructOpsOneFrame:
 		row(l.StackSize+8, "x30: return into the indirect caller (ret x30)")
 		row(l.StackSize, "x29: the caller's frame pointer  <- x29")
-	case StructOpsTwoFrames:
-		row(l.StackSize+24, "x9: whatever the caller left in it  (frame 1)")
-		row(l.StackSize+16, "x29: the caller's frame pointer")
-		row(l.StackSize+8, "x30: return into the indirect caller (ret x10)  (frame 2)")
-		row(l.StackSize, "x29: frame 1  <- x29")
 	default:
 		row(l.StackSize+24, "x9: the parent's return address  (frame 1)")
 		row(l.StackSize+16, "x29: the caller's frame pointer")

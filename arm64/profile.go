@@ -40,11 +40,6 @@ type Profile struct {
 	// Fsession: the JIT emits fsession programs (bpf_jit_supports_fsession): cookie slots,
 	// their zeroing and the func_meta stores (7.2).
 	Fsession bool
-	// StructOpsOneFrame: a struct_ops image (is_struct_ops_tramp) builds only the x29/x30
-	// frame and returns with ret x30 ("bpf, arm64: Remove garbage frame for struct_ops
-	// trampoline", about v6.9); 6.1 builds both frames and returns like a fentry-only
-	// trampoline, through x10 with x30 = x9.
-	StructOpsOneFrame bool
 	// StructOpsStackArgsAtCaller: save_args reads a struct_ops member's stack arguments from
 	// x29+16, where its one frame leaves the caller's (7.2; tracing keeps x29+32).
 	StructOpsStackArgsAtCaller bool
@@ -74,7 +69,6 @@ var profiles = map[btfmodel.Kernel]Profile{
 		RetToOrig:          true,
 		MovX20FirstThenCBZ: true,
 		PackAlloc:          true,
-		StructOpsOneFrame:  true,
 	},
 	// 7.2 as Debian ships it (7.2.13, captured): 6.12's switches plus the orr moves, the
 	// func_meta count store and the per-program skip NOP; stack arguments come from Limits.
@@ -89,7 +83,6 @@ var profiles = map[btfmodel.Kernel]Profile{
 		FuncMeta:           true,
 		ProgSkipNop:        true,
 		Fsession:           true,
-		StructOpsOneFrame:  true,
 
 		StructOpsStackArgsAtCaller: true,
 	},

@@ -9,10 +9,11 @@ import (
 // struct_ops images (bpf_struct_ops_prepare_trampoline in kernel/bpf/bpf_struct_ops.c, then
 // prepare_trampoline in arch/arm64/net/bpf_jit_comp.c with is_struct_ops_tramp true): one
 // program in the fentry list, flags INDIRECT (6.8+) and RET_FENTRY_RET for a non-void member,
-// im NULL. The image is called through the ops table by blr, so from 6.9 or so it builds only
-// the x29/x30 frame and returns with ret x30; 6.1 builds the tracing frames and returns like a
-// fentry-only trampoline. Nothing calls __bpf_tramp_enter/exit or an original function. On 7.2
-// the program block keeps its leading skip NOP: invoke_bpf_prog emits it whatever im is.
+// im NULL. The image is called through the ops table by blr, so it builds only the x29/x30
+// frame and returns with ret x30 ("bpf, arm64: Remove garbage frame for struct_ops trampoline",
+// upstream about v6.9; Debian's 6.1.176 has it too, as its capture shows). Nothing calls
+// __bpf_tramp_enter/exit or an original function. On 7.2 the program block keeps its leading
+// skip NOP: invoke_bpf_prog emits it whatever im is.
 
 // Section names of the landing sequence in front of a struct_ops image.
 const (
@@ -37,7 +38,7 @@ func (g *gen) checkStructOps() error {
 }
 
 // oneFrame says the image builds only the x29/x30 frame and returns with ret x30.
-func (g *gen) oneFrame() bool { return g.t.StructOps != nil && g.p.StructOpsOneFrame }
+func (g *gen) oneFrame() bool { return g.t.StructOps != nil }
 
 // stackArgBase is where save_args finds the caller's stack arguments, from x29.
 func (g *gen) stackArgBase() int {
