@@ -108,6 +108,8 @@ var supportedStructOpsMembers = map[string]map[string]bool{
 	"Qdisc_ops": {"enqueue": true, "dequeue": true, "init": true, "reset": true, "destroy": true},
 }
 
+const privStackMsg = "Private stack not supported by jit"
+
 // sleepableStructOpsMembers are the members a table's check_member lets a sleepable
 // program implement (bpf_dummy_ops_check_member, net/bpf/bpf_dummy_struct_ops.c;
 // bpf_scx_check_member, kernel/sched/ext.c); a table not listed refuses none.
@@ -140,14 +142,18 @@ func (c *checker) checkAttachStructOps() error {
 	if v.Note != "" {
 		c.note("struct_ops: %s", v.Note)
 	}
+	privStack := false
 	if !v.OK {
-		if v.Stage == btfmodel.StageAttach {
+		switch {
+		case v.Stage == btfmodel.StageAttach:
 			// the image is built at the map update, after a successful load
 			c.note("attach (map update, not the verifier): %s %s", v.Errno, v.Msg)
-			return nil
+		case v.Msg == privStackMsg:
+			privStack = true // refused after check_member, below
+		default:
+			c.logf("%s", v.Msg)
+			return reject(v.Errno)
 		}
-		c.logf("%s", v.Msg)
-		return reject(v.Errno)
 	}
 	if ok, listed := supportedStructOpsMembers[so.ops]; listed && !ok[so.member] {
 		c.logf("attach to unsupported member %s of struct %s", so.member, so.ops)
@@ -160,9 +166,11 @@ func (c *checker) checkAttachStructOps() error {
 	// bpf_scx_check_member with CONFIG_EXT_SUB_SCHED (the BTF's sub_attach member says the
 	// kernel has it): dispatch may nest along the scheduler hierarchy, so it asks for a
 	// private stack, which check_struct_ops_btf_id refuses on a JIT without them.
-	if so.ops == "sched_ext_ops" && so.member == "dispatch" && hasMember(so.st, "sub_attach") &&
-		!btfmodel.VerifierFor(c.env.Arch, c.env.Kernel).PrivateStack {
-		c.logf("Private stack not supported by jit")
+	if so.member == "dispatch" && hasMember(so.st, "sub_attach") && !btfmodel.VerifierFor(c.env.Arch, c.env.Kernel).PrivateStack {
+		privStack = true
+	}
+	if privStack {
+		c.logf("%s", privStackMsg)
 		return reject("EACCES")
 	}
 	return nil
@@ -219,7 +227,16 @@ var tcpCAWritable = []struct{ parent, field string }{
 	{"sock", "sk_pacing_rate"}, {"sock", "sk_pacing_status"},
 	{"inet_connection_sock", "icsk_ca_priv"}, {"inet_connection_sock", "icsk_ack.pending"},
 	{"tcp_sock", "snd_cwnd"}, {"tcp_sock", "snd_cwnd_cnt"}, {"tcp_sock", "snd_ssthresh"},
-	{"tcp_sock", "ecn_flags"}, {"tcp_sock", "app_limited"},
+	{"tcp_sock", "ecn_flags"},
+}
+
+// tcpCAWritableLater joined the list after 6.1 (CapVerifierTCPCAWriteMore).
+var tcpCAWritableLater = []struct{ parent, field string }{{"tcp_sock", "app_limited"}, {"tcp_sock", "snd_cwnd_stamp"}}
+
+// qdiscWritable are bpf_qdisc_btf_struct_access's fields (net/sched/bpf_qdisc.c), by struct.
+var qdiscWritable = map[string][]string{
+	"Qdisc":   {"limit", "q.qlen", "qstats.backlog"},
+	"sk_buff": {"tstamp", "cb"},
 }
 
 // tcpCAKfuncs is bpf_tcp_ca_check_kfunc_ids (net/ipv4/bpf_tcp_ca.c), registered for every
@@ -228,7 +245,7 @@ var tcpCAKfuncs = map[string]bool{"tcp_reno_ssthresh": true, "tcp_reno_cong_avoi
 	"tcp_reno_undo_cwnd": true, "tcp_slow_start": true, "tcp_cong_avoid_ai": true}
 
 // scxWritable are bpf_scx_btf_struct_access's fields of task_struct (kernel/sched/ext.c).
-var scxWritable = []string{"scx.slice", "scx.dsq_vtime"}
+var scxWritable = []string{"scx.slice", "scx.dsq_vtime", "scx.disallow"}
 
 // structOpsWrite is the table's btf_struct_access for a write through a PTR_TO_BTF_ID.
 func (c *checker) structOpsWrite(regno uint8, r *reg, off, size int) error {
@@ -247,7 +264,11 @@ func (c *checker) structOpsWrite(regno uint8, r *reg, off, size int) error {
 		if tname != "tcp_sock" {
 			return refuse("only read is supported")
 		}
-		for _, w := range tcpCAWritable {
+		fields := tcpCAWritable
+		if c.has(btfmodel.CapVerifierTCPCAWriteMore) {
+			fields = append(fields[:len(fields):len(fields)], tcpCAWritableLater...)
+		}
+		for _, w := range fields {
 			start, end, ok := c.fieldRange(w.parent, w.field)
 			if !ok || off < start || off >= end || (w.field != "icsk_ca_priv" && off != start) {
 				continue
@@ -277,6 +298,14 @@ func (c *checker) structOpsWrite(regno uint8, r *reg, off, size int) error {
 				if ok && off >= start && off+size <= end {
 					return nil
 				}
+			}
+		}
+		return refuse("only read is supported")
+	case "Qdisc_ops":
+		for _, f := range qdiscWritable[tname] {
+			start, end, ok := c.fieldRange(tname, f)
+			if ok && off >= start && off+size <= end {
+				return nil
 			}
 		}
 		return refuse("only read is supported")
