@@ -43,7 +43,7 @@ func TestRunStructOps(t *testing.T) {
 		}
 	}
 	if emu.NativeSupported {
-		code, out, errOut := trampjit("run", "--struct-ops", "bpf_dummy_ops.test_2", "--btf", "../../testdata/kernel/7.2-amd64/vmlinux.btf.xz",
+		code, out, errOut := trampjit("run", "--struct-ops", "sched_ext_ops.select_cpu", "--btf", "../../testdata/kernel/7.2-amd64/vmlinux.btf.xz",
 			"--kernel", "7.2", "--engine", "native", "--count", "1000", "--miss", "0", "--format", "json")
 		var r emu.Report
 		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || !r.OK || r.Engine != "native" || r.Programs[0].Ran || r.Ret != 0xeeeeeeee {
