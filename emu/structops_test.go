@@ -187,6 +187,19 @@ func TestStructOpsOracleCatches(t *testing.T) {
 		bad = append([]byte(nil), code...)
 		binary.LittleEndian.PutUint32(bad, 0xd503249f) // bti j
 		expectFail("arm64 bti j", run(a, bad, o), emu.CheckLanding)
+		// The return value reloaded from the next slot (ldr x0, [sp, #imm] + 8).
+		last := -1
+		for i := 0; i+4 <= len(code); i += 4 {
+			if binary.LittleEndian.Uint32(code[i:])&0xffc003ff == 0xf94003e0 {
+				last = i
+			}
+		}
+		if last < 0 {
+			t.Fatalf("no ldr x0, [sp, #imm] in %x", code)
+		}
+		bad = append([]byte(nil), code...)
+		binary.LittleEndian.PutUint32(bad[last:], binary.LittleEndian.Uint32(code[last:])+1<<10)
+		expectFail("arm64 wrong return slot", run(a, bad, o), emu.CheckRet)
 
 		// riscv64: a0 must come from a5's slot (BPF R0), all 64 bits for a pointer.
 		rv := structOpsReq(btfmodel.RISCV64, btfmodel.Kernel72, "Qdisc_ops.dequeue", jit.Prog{})
