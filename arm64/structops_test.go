@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -542,6 +543,7 @@ func TestGoldenStructOps(t *testing.T) {
 				}
 				t.Logf("the kernel's %s modulo addresses", c.ID)
 			}
+			checkObjdump(t, img)
 			p, err := arm64.ProfileFor(g.k)
 			if err != nil {
 				t.Fatal(err)
@@ -662,4 +664,50 @@ func checkPackTable(t *testing.T, cases []kernel.CorpusCase) int {
 		}
 	}
 	return n
+}
+
+// checkObjdump disassembles img's code with GNU objdump and checks that every instruction the
+// listing shows has objdump's mnemonic (data sections, the kCFI word, are not decoded).
+func checkObjdump(t *testing.T, img *jit.Image) {
+	t.Helper()
+	tool, err := exec.LookPath("aarch64-linux-gnu-objdump")
+	if err != nil {
+		t.Skip("aarch64-linux-gnu-objdump not installed (binutils-aarch64-linux-gnu)")
+	}
+	bin := filepath.Join(t.TempDir(), "image.bin")
+	if err := os.WriteFile(bin, img.Code, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(tool, "-D", "-b", "binary", "-maarch64", bin).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	theirs := map[int]string{} // offset -> mnemonic
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Split(l, "\t")
+		var off int
+		if len(f) < 3 || !strings.HasSuffix(f[0], ":") {
+			continue
+		}
+		if _, err := fmt.Sscanf(strings.TrimSpace(f[0]), "%x:", &off); err == nil {
+			theirs[off] = strings.Fields(f[2])[0]
+		}
+	}
+	lines, err := jit.BuildListing(img, arm64.Disassembler{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ln := range lines {
+		if strings.HasPrefix(ln.Asm, ".word") {
+			continue
+		}
+		if ours := strings.Fields(ln.Asm)[0]; ours != theirs[ln.Offset] {
+			t.Errorf("offset %#x: listing %q, objdump %q", ln.Offset, ln.Asm, theirs[ln.Offset])
+		}
+		n++
+	}
+	if n == 0 {
+		t.Error("no instruction compared with objdump")
+	}
 }
