@@ -21,6 +21,17 @@ func (e *AttachError) Error() string {
 	return s
 }
 
+// StructOpsError is the kernel's refusal of a struct_ops member: at load (the verifier's
+// check_struct_ops_btf_id) or at the map update that would build its image.
+type StructOpsError struct {
+	StructOps StructOps
+	Verdict   btfmodel.Verdict
+}
+
+func (e *StructOpsError) Error() string {
+	return fmt.Sprintf("%s: %s (%s, %s)", e.StructOps, e.Verdict.Msg, e.Verdict.Stage, e.Verdict.Errno)
+}
+
 // CheckAttach applies the kernel's load-time attach checks (btfmodel.CheckAttach) to every
 // program of a request on a BTF function. Prototype requests describe no kernel function, so
 // only the model's own rules (distill) and the backend's limits apply to them. errInj is the

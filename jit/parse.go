@@ -251,7 +251,7 @@ func (r *Request) Model() (*btfmodel.FuncModel, error) {
 			return nil, err
 		}
 		if !so.Verdict.OK {
-			return nil, fmt.Errorf("%s: %s (%s, %s)", r.StructOps, so.Verdict.Msg, so.Verdict.Stage, so.Verdict.Errno)
+			return nil, &StructOpsError{StructOps: *r.StructOps, Verdict: so.Verdict}
 		}
 		return so.Model, nil
 	}

@@ -229,6 +229,7 @@ func diffRefusal(c *CorpusCase, r DiffResult, err error) DiffResult {
 	}
 	msg := c.KernelMessage()
 	var ae *jit.AttachError
+	var se *jit.StructOpsError
 	var errno jit.Errno
 	switch {
 	case msg != "" && strings.Contains(err.Error(), msg):
@@ -237,11 +238,26 @@ func diffRefusal(c *CorpusCase, r DiffResult, err error) DiffResult {
 		r.Verdict = Match // refused with no log line (btf_id_deny): same errno
 	case errors.As(err, &errno) && errno.Name() == c.Errno:
 		r.Verdict = Match
+	case errors.As(err, &se) && se.Verdict.Stage == btfmodel.Stage(c.Stage) && sameErrno(se.Verdict.Errno, c.Errno) && !se.Verdict.KernelMsg:
+		// A refusal without a verifier line (a struct_ops map update): same stage, same errno.
+		r.Verdict = Match
 	default:
 		r.Verdict = Differ
 		r.Note = fmt.Sprintf("kernel: %s %s; model: %v", c.Errno, firstOf(msg, c.Error), err)
 	}
 	return r
+}
+
+// sameErrno compares errno names, ENOTSUP being EOPNOTSUPP's other name (both 95 on Linux; Go
+// names it ENOTSUP, the kernel's sources say EOPNOTSUPP).
+func sameErrno(a, b string) bool {
+	alias := func(s string) string {
+		if s == "ENOTSUP" {
+			return "EOPNOTSUPP"
+		}
+		return s
+	}
+	return alias(a) == alias(b)
 }
 
 // Captured reports whether the case has a result: an image or the kernel's refusal. A case
