@@ -76,6 +76,16 @@ func verifyCases(t *testing.T) []verifyCase {
 				asm.Return(),
 			},
 			accepted: all(true)},
+		// struct_ops: attach_btf_id the ops struct, expected_attach_type the member's index
+		// (get_info is 9 on 6.1 and 6.12, 10 on 7.2), both resolved in the guest.
+		{prog: wire.VerifyProgram{Name: "so_ssthresh", Type: "struct_ops", AttachType: "struct_ops", AttachTo: "tcp_congestion_ops:ssthresh"},
+			insns: ret(2), accepted: all(true)},
+		{prog: wire.VerifyProgram{Name: "so_get_info", Type: "struct_ops", AttachType: "struct_ops", AttachTo: "tcp_congestion_ops:get_info"},
+			insns: ret(0), accepted: all(false), errno: one("ENOTSUPP"),
+			reason: one(`^attach to unsupported member get_info of struct tcp_congestion_ops$`)},
+		{prog: wire.VerifyProgram{Name: "so_no_member", Type: "struct_ops", AttachType: "struct_ops", AttachTo: "tcp_congestion_ops:trampjit_none"},
+			insns: ret(0), accepted: all(false), errno: one("ENOTSUP"),
+			reason: one(`^struct_ops init_kern tcp_congestion_ops: Cannot find member trampjit_none in kernel BTF$`)},
 	}
 }
 

@@ -1,5 +1,7 @@
 // Package verifier models the kernel verifier for trampoline-attached programs (fentry,
-// fexit, fmod_ret, LSM) on the Linux 6.1, 6.12 and 7.2 profiles: attach checks (reusing
+// fexit, fmod_ret, LSM, tp_btf, and struct_ops programs implementing a member of an ops
+// table: tcp_congestion_ops, bpf_dummy_ops, sched_ext_ops, Qdisc_ops, hid_bpf_ops; see
+// structops.go) on the Linux 6.1, 6.12 and 7.2 profiles: attach checks (reusing
 // btfmodel.CheckAttach), ctx access (btf_ctx_access), PTR_TO_BTF_ID walks
 // (btf_struct_walk), register and stack tracking, the helpers such programs call, and
 // return codes. The rules follow kernel/bpf/verifier.c (bpf_check_attach_target,
@@ -43,7 +45,10 @@
 //	  ]}]}
 //
 // Fields: name; section as libbpf spells it ("fentry/F", "fexit/F", "fmod_ret/F",
-// "lsm/HOOK" for the BTF function bpf_lsm_HOOK, each with an optional ".s" for sleepable);
+// "lsm/HOOK" for the BTF function bpf_lsm_HOOK, each with an optional ".s" for sleepable;
+// "struct_ops/OPS:MEMBER" or "struct_ops.s/OPS:MEMBER" for the member of an ops table, e.g.
+// "struct_ops/tcp_congestion_ops:cong_avoid": in an object libbpf ignores the name after the
+// slash and the .struct_ops.link map pointing at the program decides the member);
 // instead of section, attach_type ("fentry", "fexit", "fmod_ret", "lsm") and target (the
 // BTF function name, e.g. "bpf_lsm_file_open") may be given; sleepable; license; maps
 // (name, type, key_size, value_size, max_entries, read_only: BPF_F_RDONLY_PROG as libbpf
