@@ -7,9 +7,10 @@
 //
 // A struct_ops image (structops.go; BPF_TRAMP_F_INDIRECT) is the same generator's
 // one-frame form: the kCFI hash word when the boot has kCFI, one ra/s0 frame, the member's
-// one program, a0 re-derived from BPF R0 by the member's return type, jr ra. Backend.Size is
-// what arch_prepare_bpf_trampoline returns for it, so where bpf_struct_ops places the next
-// member's image; Backend.EntryOffset is where the ops table points into it.
+// one program, a0 re-derived from BPF R0 by the member's return type, jr ra.
+// Backend.ImageSize (= Backend.Size) is what arch_prepare_bpf_trampoline returns for it, so
+// where bpf_struct_ops places the next member's image; Backend.EntryOffset is where the ops
+// table points into it.
 //
 // It may import jit and btfmodel; it never imports amd64 or arm64.
 package riscv64

@@ -41,6 +41,25 @@ func (b Backend) EntryOffset(t *jit.Tramp) (int, error) {
 	return 0, nil
 }
 
+// ImageSize is what arch_prepare_bpf_trampoline returns for img, the amount a struct_ops map
+// advances its image offset by before the next member: the size it was given, which is
+// arch_bpf_trampoline_size's sizing pass (every call auipc+jalr), not the code (the real
+// pass reaches the program with a 4-byte jal). So on riscv64 the next member's image starts
+// a few bytes past this one's jr ra (4 on Debian's, captured). Size(t) is the same number.
+func (b Backend) ImageSize(t *jit.Tramp, img *jit.Image) (int, error) {
+	if t.StructOps == nil {
+		return 0, fmt.Errorf("riscv64: ImageSize is for struct_ops images")
+	}
+	size, err := b.Size(t)
+	if err != nil {
+		return 0, err
+	}
+	if img != nil && len(img.Code) > size {
+		return 0, fmt.Errorf("riscv64: a %d-byte image is longer than its sizing pass (%d)", len(img.Code), size)
+	}
+	return size, nil
+}
+
 // checkStructOps refuses a struct_ops Tramp bpf_struct_ops_prepare_trampoline cannot build:
 // it links exactly one program, as FENTRY, and never asks for the original to be called.
 func checkStructOps(t *jit.Tramp) error {

@@ -127,7 +127,7 @@ func checkPacking(t *testing.T, dir string, cases []*kernel.CorpusCase) (n, brea
 		if err != nil {
 			continue
 		}
-		size, err := riscv64.Backend{}.Size(tr)
+		size, err := riscv64.Backend{}.ImageSize(tr, nil)
 		if err != nil {
 			t.Errorf("%s: %s: size: %v", dir, c.ID, err)
 			continue

@@ -314,6 +314,9 @@ func TestStructOpsSize(t *testing.T) {
 		if size != len(img.Code)+4*jals || size%2 != 0 {
 			t.Errorf("%s: size %d, code %d bytes with %d jal", c.Name, size, len(img.Code), jals)
 		}
+		if got, err := (Backend{}).ImageSize(tr, img); err != nil || got != size {
+			t.Errorf("%s: ImageSize %d (%v), Size %d", c.Name, got, err, size)
+		}
 		if got, err := (Backend{}).EntryOffset(tr); err != nil || got != entry {
 			t.Errorf("%s: ops pointer at image+%d (%v), want +%d", c.Name, got, err, entry)
 		}
