@@ -16,14 +16,15 @@ import (
 	"github.com/trampjit/trampjit/kernel"
 )
 
-// soCaptures is where the struct_ops captures are written before they are merged into
-// testdata/kernel; the test reads both, so it keeps working after the merge.
-const soCaptures = "/work/so-captures"
+// soCaptures is a directory of new struct_ops captures (one <kernel>-<arch>/ each, corpus
+// format) to check before they are merged into testdata/kernel: $TRAMPJIT_STRUCT_OPS_CAPTURES,
+// or none.
+var soCaptures = os.Getenv("TRAMPJIT_STRUCT_OPS_CAPTURES")
 
 // structOpsCorpora are the amd64 corpus directories that may hold struct_ops cases.
 func structOpsCorpora(t *testing.T) []string {
 	var dirs []string
-	for _, pat := range []string{filepath.Join("..", "testdata", "kernel", "*-amd64"), filepath.Join(soCaptures, "*-amd64")} {
+	for _, pat := range soPatterns("*-amd64") {
 		m, err := filepath.Glob(pat)
 		if err != nil {
 			t.Fatal(err)
@@ -92,7 +93,7 @@ func TestStructOpsCorpus(t *testing.T) {
 			dir, imageMatch, images, match-imageMatch, len(so)-images, count, placed, passed)
 	}
 	if total == 0 {
-		t.Skip("no amd64 corpus has struct_ops cases yet (" + soCaptures + " not captured)")
+		t.Fatal("no amd64 corpus has struct_ops cases")
 	}
 }
 
@@ -276,4 +277,13 @@ func oracleCaptured(t *testing.T, dir string, cases []*kernel.CorpusCase) int {
 		}
 	}
 	return passed
+}
+
+// soPatterns are the corpus directory globs that hold struct_ops cases.
+func soPatterns(glob string) []string {
+	p := []string{filepath.Join("..", "testdata", "kernel", glob)}
+	if soCaptures != "" {
+		p = append(p, filepath.Join(soCaptures, glob))
+	}
+	return p
 }

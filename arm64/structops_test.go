@@ -387,9 +387,10 @@ func TestStructOpsPackTable(t *testing.T) {
 	}
 }
 
-// soCaptures are the struct_ops captures not yet merged into testdata/kernel (one directory per
-// profile, corpus case format); the test skips a profile whose directory does not exist.
-const soCaptures = "/work/so-captures"
+// soCaptures is a directory of new struct_ops captures (one <kernel>-<arch>/ each, corpus
+// format) to check before they are merged into testdata/kernel: $TRAMPJIT_STRUCT_OPS_CAPTURES,
+// or none.
+var soCaptures = os.Getenv("TRAMPJIT_STRUCT_OPS_CAPTURES")
 
 // soCorpus reads a corpus; a capture directory without its own BTF is read with the BTF of the
 // same kernel build in testdata/kernel (kernel.json must agree).
@@ -433,7 +434,7 @@ func firstLine(s string) string {
 // struct_ops captures byte for byte (a refusal: the kernel's reason), at the kernel's addresses.
 func TestStructOpsCorpus(t *testing.T) {
 	for _, k := range btfmodel.Kernels {
-		for _, dir := range []string{filepath.Join("..", "testdata", "kernel", string(k)+"-arm64"), filepath.Join(soCaptures, string(k)+"-arm64")} {
+		for _, dir := range soDirs(k) {
 			if _, err := os.Stat(filepath.Join(dir, "cases.jsonl")); err != nil {
 				continue
 			}
@@ -498,7 +499,7 @@ var goldenSO = []struct {
 func TestGoldenStructOps(t *testing.T) {
 	captured := map[string]*kernel.CorpusCase{} // kernel/ops.member -> a captured image
 	for _, k := range btfmodel.Kernels {
-		for _, dir := range []string{filepath.Join("..", "testdata", "kernel", string(k)+"-arm64"), filepath.Join(soCaptures, string(k)+"-arm64")} {
+		for _, dir := range soDirs(k) {
 			cases, err := soCorpus(t, dir, k)
 			if err != nil {
 				continue
@@ -710,4 +711,13 @@ func checkObjdump(t *testing.T, img *jit.Image) {
 	if n == 0 {
 		t.Error("no instruction compared with objdump")
 	}
+}
+
+// soDirs are the corpus directories of profile k that may hold struct_ops cases.
+func soDirs(k btfmodel.Kernel) []string {
+	d := []string{filepath.Join("..", "testdata", "kernel", string(k)+"-arm64")}
+	if soCaptures != "" {
+		d = append(d, filepath.Join(soCaptures, string(k)+"-arm64"))
+	}
+	return d
 }

@@ -12,22 +12,15 @@ import (
 	"github.com/trampjit/trampjit/kernel"
 )
 
-// stagedCaptures is where struct_ops captures are staged before they join testdata/kernel
-// (one <kernel>-<arch>/cases.jsonl each); TRAMPJIT_STRUCT_OPS_CAPTURES names another place.
-// Absent directories are skipped.
-const stagedCaptures = "/work/so-captures"
-
 // structOpsCorpora are the corpus directories that may hold struct_ops cases: the committed
-// corpora and the staged captures.
+// corpora and new captures named by $TRAMPJIT_STRUCT_OPS_CAPTURES.
 func structOpsCorpora(t *testing.T) []string {
 	dirs, _ := filepath.Glob("../testdata/kernel/*/cases.jsonl")
-	staged := os.Getenv("TRAMPJIT_STRUCT_OPS_CAPTURES")
-	if staged == "" {
-		staged = stagedCaptures
-	}
-	more, _ := filepath.Glob(filepath.Join(staged, "*", "cases.jsonl"))
-	if len(more) == 0 {
-		t.Logf("no staged struct_ops captures in %s", staged)
+	// $TRAMPJIT_STRUCT_OPS_CAPTURES: new captures (one <kernel>-<arch>/ each, corpus format)
+	// to check before they are merged into testdata/kernel.
+	var more []string
+	if staged := os.Getenv("TRAMPJIT_STRUCT_OPS_CAPTURES"); staged != "" {
+		more, _ = filepath.Glob(filepath.Join(staged, "*", "cases.jsonl"))
 	}
 	var out []string
 	for _, d := range append(dirs, more...) {

@@ -16,14 +16,16 @@ import (
 	"github.com/trampjit/trampjit/riscv64"
 )
 
-// soCaptures is where the struct_ops captures are written before they join testdata/kernel.
-const soCaptures = "/work/so-captures"
+// soCaptures is a directory of new struct_ops captures (one <kernel>-<arch>/ each, corpus
+// format) to check before they are merged into testdata/kernel: $TRAMPJIT_STRUCT_OPS_CAPTURES,
+// or none.
+var soCaptures = os.Getenv("TRAMPJIT_STRUCT_OPS_CAPTURES")
 
 // structOpsCorpora are the riscv64 corpus directories that may hold struct_ops cases: the
 // committed corpora and, when it exists, the capture directory outside the repository.
 func structOpsCorpora(t *testing.T) []string {
 	var dirs []string
-	for _, pat := range []string{filepath.Join("..", "testdata", "kernel", "*-riscv64"), filepath.Join(soCaptures, "*-riscv64")} {
+	for _, pat := range soPatterns("*-riscv64") {
 		m, err := filepath.Glob(pat)
 		if err != nil {
 			t.Fatal(err)
@@ -96,7 +98,7 @@ func TestStructOpsCaptures(t *testing.T) {
 		}
 	}
 	if total == 0 {
-		t.Skip("no riscv64 corpus has struct_ops cases yet (" + soCaptures + " not captured)")
+		t.Fatal("no riscv64 corpus has struct_ops cases")
 	}
 }
 
@@ -233,4 +235,13 @@ func TestStructOpsOracle(t *testing.T) {
 		}
 		n, checks = n+1, checks+len(rep.Checks)
 	}
+}
+
+// soPatterns are the corpus directory globs that hold struct_ops cases.
+func soPatterns(glob string) []string {
+	p := []string{filepath.Join("..", "testdata", "kernel", glob)}
+	if soCaptures != "" {
+		p = append(p, filepath.Join(soCaptures, glob))
+	}
+	return p
 }
