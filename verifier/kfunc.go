@@ -79,6 +79,10 @@ func (c *checker) kfuncDescOf(fn *btf.Func) *kfuncDesc {
 		d.kf, d.allowed = btfmodel.Kfunc{Name: fn.Name}, true
 		return d
 	}
+	if kf, members, ok := c.scxKfunc(fn.Name); ok { // structops.go
+		d.kf, d.allowed = kf, members[c.so.member]
+		return d
+	}
 	kf, ok := btfmodel.LookupKfunc(c.env.Kernel, fn.Name)
 	if c.so != nil && ok {
 		c.note("kfunc %s: a struct_ops program is given the sets tracing programs have (the model lists no other struct_ops set than bpf_tcp_ca's)", fn.Name)

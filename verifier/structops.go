@@ -408,3 +408,57 @@ func (c *checker) structOpsHelperProto(id int32) (helperProto, bool) {
 	p.allowed = nil
 	return p, true
 }
+
+// sched_ext's kfuncs whose use depends on the member (kernel/sched/ext.c, 7.2: the sets
+// scx_kfunc_ids_select_cpu, _enqueue_dispatch, _dispatch and _unlocked, admitted by
+// scx_kfunc_context_filter for the members that run in their context). The sched_ext
+// kfuncs callable from any member (scx_kfunc_ids_any) are in the tracing tables.
+var (
+	scxSelectCPU       = setOf("select_cpu")
+	scxEnqueueDispatch = setOf("select_cpu", "enqueue", "dispatch")
+	scxDispatch        = setOf("dispatch")
+	// the unlocked context: the members that may sleep (bpf_scx_check_member) and the
+	// dumps (the captures: init_task, cpu_online, cgroup_init, init, exit and dump
+	// admit scx_bpf_create_dsq; exit_task, enable, running, tick, dispatch, select_cpu,
+	// enqueue, cpu_release and update_idle do not)
+	scxUnlocked = func() map[string]bool {
+		m := setOf("dump", "dump_cpu", "dump_task")
+		for n := range sleepableStructOpsMembers["sched_ext_ops"] {
+			m[n] = true
+		}
+		return m
+	}()
+)
+
+var scxKfuncs = map[string]struct {
+	flags   btfmodel.KfuncFlag
+	members map[string]bool
+}{
+	"scx_bpf_select_cpu_dfl":    {btfmodel.KFRCU, scxSelectCPU},
+	"scx_bpf_dsq_insert":        {btfmodel.KFRCU, scxEnqueueDispatch},
+	"scx_bpf_dsq_insert_vtime":  {btfmodel.KFRCU, scxEnqueueDispatch},
+	"scx_bpf_dispatch_nr_slots": {0, scxDispatch},
+	"scx_bpf_dispatch_cancel":   {0, scxDispatch},
+	"scx_bpf_dsq_move_to_local": {0, scxDispatch},
+	"scx_bpf_create_dsq":        {btfmodel.KFSleepable, scxUnlocked},
+}
+
+func setOf(names ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// scxKfunc is a member-bound sched_ext kfunc for a program of sched_ext_ops.
+func (c *checker) scxKfunc(name string) (btfmodel.Kfunc, map[string]bool, bool) {
+	if c.so == nil || (c.so.ops != "sched_ext_ops" && c.so.ops != "sched_ext_ops_cid") {
+		return btfmodel.Kfunc{}, nil, false
+	}
+	k, ok := scxKfuncs[name]
+	if !ok {
+		return btfmodel.Kfunc{}, nil, false
+	}
+	return btfmodel.Kfunc{Name: name, Flags: k.flags}, k.members, true
+}
