@@ -207,8 +207,12 @@ func (c *Comparison) add(d CaseDiff) {
 }
 
 // foldSection names a per-program section for the whole catalogue: "prog call 2" and
-// "fexit 1" become "prog call N" and "fexit N"; other names stay.
+// "fexit 1" become "prog call N" and "fexit N", a struct_ops image's program section (which
+// names the member it implements) "struct_ops prog"; other names stay.
 func foldSection(name string) string {
+	if strings.Contains(name, " implementing ") {
+		return "struct_ops prog"
+	}
 	i := strings.LastIndexByte(name, ' ')
 	if i < 0 || i == len(name)-1 {
 		return name
