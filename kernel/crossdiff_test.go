@@ -317,7 +317,7 @@ func TestFoldSection(t *testing.T) {
 	for in, want := range map[string]string{"prog call 12": "prog call N", "fexit 1": "fexit N", "fmod_ret 3": "fmod_ret N",
 		"retval stash": "retval stash", "nr_args": "nr_args", "?": "?",
 		"prog call 1: prog#1 implementing tcp_congestion_ops.ssthresh": "struct_ops prog",
-		"prog#1 implementing sched_ext_ops.init": "struct_ops prog"} {
+		"prog#1 implementing sched_ext_ops.init":                       "struct_ops prog"} {
 		if got := foldSection(in); got != want {
 			t.Errorf("foldSection(%q) = %q, want %q", in, got, want)
 		}
