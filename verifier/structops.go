@@ -65,7 +65,12 @@ func (c *checker) resolveStructOps() error {
 	if c.proto == nil {
 		c.proto = &btf.FuncProto{Return: &btf.Void{}} // not a function: check_struct_ops_btf_id refuses it
 	}
-	if stub, err := btfmodel.FuncByName(c.env.BTF, ops+"__"+member); err == nil {
+	stub, err := btfmodel.FuncByName(c.env.BTF, ops+"__"+member)
+	if base, cid := strings.CutSuffix(ops, "_cid"); err != nil && cid {
+		// sched_ext_ops_cid shares sched_ext_ops' stubs where the prototypes agree
+		stub, err = btfmodel.FuncByName(c.env.BTF, base+"__"+member)
+	}
+	if err == nil {
 		if fp, ok := stub.Type.(*btf.FuncProto); ok {
 			for i, p := range fp.Params {
 				switch {
@@ -118,6 +123,12 @@ var sleepableStructOpsMembers = map[string]map[string]bool{
 	"sched_ext_ops": {"init_task": true, "cgroup_init": true, "cgroup_exit": true, "cgroup_prep_move": true,
 		"cgroup_set_bandwidth": true, "cpu_online": true, "cpu_offline": true, "init": true, "exit": true,
 		"sub_attach": true, "sub_detach": true},
+	// the same offsets in sched_ext_ops_cid, where the CPU members are named by cid
+	"sched_ext_ops_cid": {"init_task": true, "cgroup_init": true, "cgroup_exit": true, "cgroup_prep_move": true,
+		"cgroup_set_bandwidth": true, "cid_online": true, "cid_offline": true, "init": true, "exit": true,
+		"sub_attach": true, "sub_detach": true},
+	// hid_bpf_ops_check_member (drivers/hid/bpf/hid_bpf_struct_ops.c)
+	"hid_bpf_ops": {"hid_rdesc_fixup": true, "hid_hw_request": true, "hid_hw_output_report": true},
 }
 
 // checkAttachStructOps is check_attach_btf_id's sleepable rule and check_struct_ops_btf_id
@@ -233,10 +244,14 @@ var tcpCAWritable = []struct{ parent, field string }{
 // tcpCAWritableLater joined the list after 6.1 (CapVerifierTCPCAWriteMore).
 var tcpCAWritableLater = []struct{ parent, field string }{{"tcp_sock", "app_limited"}, {"tcp_sock", "snd_cwnd_stamp"}}
 
-// qdiscWritable are bpf_qdisc_btf_struct_access's fields (net/sched/bpf_qdisc.c), by struct.
-var qdiscWritable = map[string][]string{
-	"Qdisc":   {"limit", "q.qlen", "qstats.backlog"},
-	"sk_buff": {"tstamp", "cb"},
+// tableWritable are the fields other tables' btf_struct_access lets a program write, by
+// table and struct: bpf_qdisc_btf_struct_access (net/sched/bpf_qdisc.c),
+// hid_bpf_ops_btf_struct_access (drivers/hid/bpf/hid_bpf_struct_ops.c: the retval/size
+// union, "" naming an anonymous member), io_uring's loop parameters (7.2 captures).
+var tableWritable = map[string]map[string][]string{
+	"Qdisc_ops":        {"Qdisc": {"limit", "q.qlen", "qstats.backlog"}, "sk_buff": {"tstamp", "cb"}},
+	"hid_bpf_ops":      {"hid_bpf_ctx": {""}},
+	"io_uring_bpf_ops": {"iou_loop_params": {"cq_wait_idx"}},
 }
 
 // tcpCAKfuncs is bpf_tcp_ca_check_kfunc_ids (net/ipv4/bpf_tcp_ca.c), registered for every
@@ -301,8 +316,8 @@ func (c *checker) structOpsWrite(regno uint8, r *reg, off, size int) error {
 			}
 		}
 		return refuse("only read is supported")
-	case "Qdisc_ops":
-		for _, f := range qdiscWritable[tname] {
+	case "Qdisc_ops", "hid_bpf_ops", "io_uring_bpf_ops":
+		for _, f := range tableWritable[c.so.ops][tname] {
 			start, end, ok := c.fieldRange(tname, f)
 			if ok && off >= start && off+size <= end {
 				return nil
@@ -414,17 +429,19 @@ func (c *checker) structOpsHelperProto(id int32) (helperProto, bool) {
 // scx_kfunc_context_filter for the members that run in their context). The sched_ext
 // kfuncs callable from any member (scx_kfunc_ids_any) are in the tracing tables.
 var (
-	scxSelectCPU       = setOf("select_cpu")
-	scxEnqueueDispatch = setOf("select_cpu", "enqueue", "dispatch")
+	scxSelectCPU       = setOf("select_cpu", "select_cid")
+	scxEnqueueDispatch = setOf("select_cpu", "select_cid", "enqueue", "dispatch")
 	scxDispatch        = setOf("dispatch")
 	// the unlocked context: the members that may sleep (bpf_scx_check_member) and the
 	// dumps (the captures: init_task, cpu_online, cgroup_init, init, exit and dump
 	// admit scx_bpf_create_dsq; exit_task, enable, running, tick, dispatch, select_cpu,
 	// enqueue, cpu_release and update_idle do not)
 	scxUnlocked = func() map[string]bool {
-		m := setOf("dump", "dump_cpu", "dump_task")
-		for n := range sleepableStructOpsMembers["sched_ext_ops"] {
-			m[n] = true
+		m := setOf("dump", "dump_cpu", "dump_cid", "dump_task")
+		for _, ops := range []string{"sched_ext_ops", "sched_ext_ops_cid"} {
+			for n := range sleepableStructOpsMembers[ops] {
+				m[n] = true
+			}
 		}
 		return m
 	}()
