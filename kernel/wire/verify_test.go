@@ -64,6 +64,14 @@ func TestVerifyProgramValidate(t *testing.T) {
 		{"ref src", func(p *VerifyProgram) { p.Insns[1] = 0x01 }, "src_reg 0"},
 		{"kfunc", func(p *VerifyProgram) { p.Kfuncs = []KfuncRef{{Insn: 2, Func: "bpf_rcu_read_lock"}} }, "not a kfunc call"},
 		{"line info", func(p *VerifyProgram) { p.LineInfo = make([]byte, 16) }, "without BTF"},
+		{"struct_ops type alone", func(p *VerifyProgram) { p.Type = "struct_ops" }, "struct_ops goes with struct_ops"},
+		{"struct_ops attach alone", func(p *VerifyProgram) { p.AttachType = "struct_ops" }, "struct_ops goes with struct_ops"},
+		{"struct_ops no member", func(p *VerifyProgram) {
+			p.Type, p.AttachType, p.AttachTo = "struct_ops", "struct_ops", "tcp_congestion_ops"
+		}, "want OPS:MEMBER"},
+		{"struct_ops empty member", func(p *VerifyProgram) {
+			p.Type, p.AttachType, p.AttachTo = "struct_ops", "struct_ops", "tcp_congestion_ops:"
+		}, "want OPS:MEMBER"},
 	} {
 		p := lookupProgram(t)
 		p.Insns = append(Bytecode(nil), p.Insns...)
@@ -89,5 +97,18 @@ func TestReasonLine(t *testing.T) {
 	}
 	if SplitLog([]byte{0, 'x'}) != nil {
 		t.Error("an empty log has no lines")
+	}
+}
+
+// A struct_ops program names its table and member; the agent finds both in the guest.
+func TestVerifyProgramStructOps(t *testing.T) {
+	p := lookupProgram(t)
+	p.Type, p.AttachType, p.AttachTo, p.Maps, p.MapRefs = "struct_ops", "struct_ops", "tcp_congestion_ops:cong_avoid", nil, nil
+	p.Insns = Bytecode{0xb7, 0, 0, 0, 0, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if ProgTypes["struct_ops"] != 27 { // BPF_PROG_TYPE_STRUCT_OPS, include/uapi/linux/bpf.h
+		t.Errorf("struct_ops is program type %d", ProgTypes["struct_ops"])
 	}
 }
