@@ -52,6 +52,13 @@ func (c *checker) ctxAccess(regno uint8, r *reg, off, size int, write bool, valu
 		c.logf("variable %s access var_off=%s disallowed", ts, r.v.t)
 		return reject("EACCES")
 	}
+	if r, ok := c.qdiscToFree(off, write); ok {
+		if value >= 0 {
+			c.setReg(uint8(value), r)
+			c.explain(fmt.Sprintf("r%d = ctx[%d] (struct sk_buff **to_free) -> PTR_TO_BTF_ID bpf_sk_buff_ptr (trusted)", value, off/8))
+		}
+		return nil
+	}
 	ok := true
 	if c.prog.AttachType != btfmodel.LSM {
 		// bpf_tracing_btf_ctx_access: silent pre-checks.

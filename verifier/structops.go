@@ -479,3 +479,17 @@ func (c *checker) scxKfunc(name string) (btfmodel.Kfunc, map[string]bool, bool) 
 	}
 	return btfmodel.Kfunc{Name: name, Flags: k.flags}, k.members, true
 }
+
+// qdiscToFree is bpf_qdisc_is_valid_access (net/sched/bpf_qdisc.c): a read of Qdisc_ops
+// enqueue's third argument, in whatever size, is a trusted struct bpf_sk_buff_ptr (the
+// to_free list a program hands dropped skbs to), ahead of the tracing ctx rules.
+func (c *checker) qdiscToFree(off int, write bool) (reg, bool) {
+	if c.so == nil || c.so.ops != "Qdisc_ops" || c.so.member != "enqueue" || write || c.ctxArgIdx(off) != 2 {
+		return reg{}, false
+	}
+	var st *btf.Struct
+	if c.env.BTF.TypeByName("bpf_sk_buff_ptr", &st) != nil {
+		return reg{}, false
+	}
+	return reg{typ: ptrToBTFID, flags: flagTrusted, btfType: st, v: constScalar(0), path: "to_free"}, true
+}
