@@ -135,7 +135,7 @@ func TestCookies(t *testing.T) {
 			p := jit.Prog{Kind: jit.Fentry, Cookie: jit.Cookie(tc.cookie)}
 			img := generate(t, tramp(k.k, fentryTest2(), p))
 			want := mustHex(k.want + k.run)
-			if got := section(t, img, jit.SecProg(1)); !bytes.HasPrefix(got, want) {
+			if got := section(t, img, jit.SecFentry(1)); !bytes.HasPrefix(got, want) {
 				t.Errorf("%s cookie %#x: got % x, want % x", k.k, tc.cookie, got[:len(want)], want)
 			}
 		}
@@ -191,7 +191,7 @@ func TestRetFentryRet(t *testing.T) {
 	tr.Flags = jit.FlagRetFentryRet
 	img := generate(t, tr)
 	// Return slot shifts ctx to 0x18; run_ctx 0x38 (as for fexit).
-	matchMask(t, section(t, img, jit.SecProg(1))[0x1c:0x2e], "4885c0 740d 488d7de8 e8........ 488945f8")
+	matchMask(t, section(t, img, jit.SecFentry(1))[0x1c:0x2e], "4885c0 740d 488d7de8 e8........ 488945f8")
 	matchMask(t, section(t, img, jit.SecEpilogue), "488b45f8 488b5dd8 c9 c3 cc")
 }
 

@@ -155,7 +155,7 @@ func (b Backend) Size(t *jit.Tramp) (int, error) {
 // progSection names a program block; a struct_ops image's names the member it implements.
 func (g *gen) progSection(r *jit.ProgRef) string {
 	if g.t.StructOps != nil {
-		return progSym("prog#", r.Index) + " implementing " + g.t.StructOps.String()
+		return jit.SecStructOps(r.Index)
 	}
-	return secName(jit.SecProg, 0, r.Index)
+	return secName(jit.SecFentry, 0, r.Index)
 }

@@ -466,7 +466,7 @@ func secName(f func(int) string, kind, n int) string {
 
 var secCache = func() (c [64][3]string) {
 	for i := range c {
-		c[i] = [3]string{jit.SecProg(i + 1), jit.SecModRet(i + 1), jit.SecFexit(i + 1)}
+		c[i] = [3]string{jit.SecFentry(i + 1), jit.SecModRet(i + 1), jit.SecFexit(i + 1)}
 	}
 	return c
 }()

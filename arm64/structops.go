@@ -75,7 +75,7 @@ func (g *gen) landing() {
 // progSection names a program's block; a struct_ops program's says which member it implements.
 func (g *gen) progSection(pr *jit.ProgRef) string {
 	if so := g.t.StructOps; so != nil {
-		return fmt.Sprintf("%s: %s implementing %s", secName(pr.Index, 0), progSym(pr.Index, 0), so)
+		return jit.SecStructOps(pr.Index)
 	}
 	return secName(pr.Index, 0)
 }

@@ -169,7 +169,7 @@ func TestCaptureAnnotations(t *testing.T) {
 		{Name: jit.SecNrArgs, Start: 0x14, End: 0x1c},
 		{Name: jit.SecArgSpill, Start: 0x1c, End: 0x2c},
 		{Name: jit.SecTrampEnter, Start: 0x2c, End: 0x48},
-		{Name: jit.SecProg(1), Start: 0x48, End: 0x9c},
+		{Name: jit.SecFentry(1), Start: 0x48, End: 0x9c},
 		{Name: jit.SecCallOrig, Start: 0x9c, End: 0xb0},
 		{Name: jit.SecRetval, Start: 0xb0, End: 0xb8},
 		{Name: jit.SecFexit(2), Start: 0xb8, End: 0x10c},

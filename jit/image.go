@@ -15,10 +15,14 @@ const (
 	SecEpilogue   = "epilogue"
 )
 
-// SecProg, SecModRet and SecFexit name the per-program sections ("prog call 1", ...).
-func SecProg(n int) string   { return "prog call " + itoa(n) }
-func SecModRet(n int) string { return "fmod_ret " + itoa(n) }
-func SecFexit(n int) string  { return "fexit " + itoa(n) }
+// SecFentry, SecModRet, SecFexit and SecStructOps name the per-program sections by the list
+// the program runs from and its attach index ("fentry 1", "fmod_ret 2", "fexit 3"; an
+// fsession program has a "fentry N" and a "fexit N" block; a struct_ops image's one program
+// is "struct_ops 1").
+func SecFentry(n int) string    { return "fentry " + itoa(n) }
+func SecModRet(n int) string    { return "fmod_ret " + itoa(n) }
+func SecFexit(n int) string     { return "fexit " + itoa(n) }
+func SecStructOps(n int) string { return "struct_ops " + itoa(n) }
 
 func itoa(n int) string {
 	if n < 10 {

@@ -283,8 +283,15 @@ func Describe(t *Tramp, img *Image) string {
 	if t.Features.CallDepth {
 		feat += " +call_depth"
 	}
+	if t.Features.CFI != "" {
+		feat += fmt.Sprintf(" +%s(%#x)", t.Features.CFI, t.Features.CFIHash)
+	}
+	what := t.Model.Prototype()
+	if t.StructOps != nil {
+		what = "struct_ops " + t.StructOps.String() + ", " + what
+	}
 	return fmt.Sprintf("%s %s%s: %s; progs in emission order: %s; flags %#x (%v); %d bytes at %#x",
-		t.Arch, t.Kernel, feat, t.Model.Prototype(), strings.Join(progs, ", "), uint32(img.Flags), img.Flags, len(img.Code), img.Base)
+		t.Arch, t.Kernel, feat, what, strings.Join(progs, ", "), uint32(img.Flags), img.Flags, len(img.Code), img.Base)
 }
 
 // WriteImage prints the summary line and the annotated listing of img.

@@ -31,7 +31,7 @@ func TestSymbolize(t *testing.T) {
 
 func TestBuildListing(t *testing.T) {
 	img := &Image{Base: 0x1000, Code: []byte{1, 2, 3},
-		Sections: []Section{{Name: SecPrologue, Start: 0, End: 1}, {Name: SecProg(1), Start: 1, End: 3}},
+		Sections: []Section{{Name: SecPrologue, Start: 0, End: 1}, {Name: SecFentry(1), Start: 1, End: 3}},
 		Relocs:   []Reloc{{Offset: 2, Kind: RelocImm64, Symbol: "im"}}}
 	lines, err := BuildListing(img, byteDis{1: "push", 2: "call 0x2000", 3: "movk x0, #0x1"}, map[uint64]string{0x2000: "bpf_func#1"})
 	if err != nil {

@@ -64,7 +64,7 @@ func TestLabelSectionsOtherKernel(t *testing.T) {
 	if l.Profile != btfmodel.Kernel612 || l.Note != "" {
 		t.Errorf("profile %s, note %q", l.Profile, l.Note)
 	}
-	want := map[int]string{0x0: "prologue", 0x23: "tramp_enter", 0x28: "tramp_enter", 0x2d: "prog call 1", 0x71: "call original",
+	want := map[int]string{0x0: "prologue", 0x23: "tramp_enter", 0x28: "tramp_enter", 0x2d: "fentry 1", 0x71: "call original",
 		0x76: "retval stash", 0x7a: "retval stash", 0x7f: "fexit 2", 0xbf: "tramp_exit", 0xd7: "epilogue"}
 	for _, in := range l.Insns {
 		if s, ok := want[in.Offset]; ok {

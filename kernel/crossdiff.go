@@ -110,7 +110,7 @@ type CaseDiff struct {
 }
 
 // CompareSummary counts the verdicts, and the sections that changed across the catalogue:
-// section name (per-program sections folded: "prog call N") -> cases where it differs.
+// section name (per-program sections folded: "fentry N") -> cases where it differs.
 type CompareSummary struct {
 	Verdicts map[CaseVerdict]int `json:"verdicts"`
 	Sections map[string]int      `json:"sections_changed"`
@@ -206,13 +206,9 @@ func (c *Comparison) add(d CaseDiff) {
 	}
 }
 
-// foldSection names a per-program section for the whole catalogue: "prog call 2" and
-// "fexit 1" become "prog call N" and "fexit N", a struct_ops image's program section (which
-// names the member it implements) "struct_ops prog"; other names stay.
+// foldSection names a per-program section for the whole catalogue: "fentry 2" and
+// "fexit 1" become "fentry N" and "fexit N"; other names stay.
 func foldSection(name string) string {
-	if strings.Contains(name, " implementing ") {
-		return "struct_ops prog"
-	}
 	i := strings.LastIndexByte(name, ' ')
 	if i < 0 || i == len(name)-1 {
 		return name

@@ -120,10 +120,10 @@ func TestCompare612With72(t *testing.T) {
 		firstSection string
 		catalogue    []string // sections changed in most differing cases
 	}{
-		{"amd64", []string{"prog call 1", "retval stash", "fexit 2", "epilogue"}, 0x28, "31ff", "0f1f440000", "prog call 1",
-			[]string{"prog call N", "retval stash", "fexit N", "epilogue"}},
-		{"arm64", []string{"nr_args", "prog call 1", "retval stash", "fexit 2", "epilogue"}, 0x14, "2a0080d2", "2a008052", "nr_args",
-			[]string{"nr_args", "prog call N", "retval stash", "fexit N", "epilogue"}},
+		{"amd64", []string{"fentry 1", "retval stash", "fexit 2", "epilogue"}, 0x28, "31ff", "0f1f440000", "fentry 1",
+			[]string{"fentry N", "retval stash", "fexit N", "epilogue"}},
+		{"arm64", []string{"nr_args", "fentry 1", "retval stash", "fexit 2", "epilogue"}, 0x14, "2a0080d2", "2a008052", "nr_args",
+			[]string{"nr_args", "fentry N", "retval stash", "fexit N", "epilogue"}},
 	} {
 		t.Run(tc.arch, func(t *testing.T) {
 			a, b := readCommitted(t, "6.12-"+tc.arch), readCommitted(t, "7.2-"+tc.arch)
@@ -202,7 +202,7 @@ func TestCompare612With72(t *testing.T) {
 			if tc.arch == "arm64" && cmp.Summary.Sections["nr_args"] != v[Differs] {
 				t.Errorf("nr_args changed in %d of %d differing cases: every 7.2 arm64 image loads it with mov w10", cmp.Summary.Sections["nr_args"], v[Differs])
 			}
-			for _, s := range []string{"prog call 1", "fexit 1", "?"} {
+			for _, s := range []string{"fentry 1", "fexit 1", "?"} {
 				if cmp.Summary.Sections[s] != 0 {
 					t.Errorf("summary has unfolded or unlabelled section %q", s)
 				}
@@ -247,13 +247,13 @@ func TestCompareEdited(t *testing.T) {
 	}{
 		// 6.12-amd64 listing: 23: e8 08 e1 68 c4  callq __bpf_tramp_enter <tramp_enter>
 		{"x86 call target", "6.12-amd64", set(0x24, 0x11, 0x22), SameShape, 0, ""},
-		// 2e: 48 bf ...  mov $prog#1,%rdi <prog call 1>: the imm64
+		// 2e: 48 bf ...  mov $prog#1,%rdi <fentry 1>: the imm64
 		{"x86 movabs", "6.12-amd64", set(0x30, 0x42), SameShape, 0, ""},
-		// 5c: 48 89 de  mov %rbx,%rsi in prog call 1 becomes mov %rbx,%rdi
-		{"x86 register", "6.12-amd64", set(0x5e, 0xdf), Differs, 0x5c, "prog call 1"},
+		// 5c: 48 89 de  mov %rbx,%rsi in fentry 1 becomes mov %rbx,%rdi
+		{"x86 register", "6.12-amd64", set(0x5e, 0xdf), Differs, 0x5c, "fentry 1"},
 		// 4: 48 83 ec 30  sub $0x30,%rsp <prologue>
 		{"x86 frame size", "6.12-amd64", set(0x7, 0x38), Differs, 0x4, "prologue"},
-		// 6.12-arm64 listing: 78: c8 fd ff 97  bl bpf_func#1 <prog call 1>
+		// 6.12-arm64 listing: 78: c8 fd ff 97  bl bpf_func#1 <fentry 1>
 		{"arm64 bl", "6.12-arm64", set(0x78, 0x01, 0x02), SameShape, 0, ""},
 		// 2c: 80 6e a0 f2  movk x0, #0x374, lsl #16 (im) <tramp_enter>
 		{"arm64 movk", "6.12-arm64", set(0x2d, 0x7e), SameShape, 0, ""},
@@ -314,10 +314,9 @@ func TestCompareBadInput(t *testing.T) {
 }
 
 func TestFoldSection(t *testing.T) {
-	for in, want := range map[string]string{"prog call 12": "prog call N", "fexit 1": "fexit N", "fmod_ret 3": "fmod_ret N",
+	for in, want := range map[string]string{"fentry 12": "fentry N", "fexit 1": "fexit N", "fmod_ret 3": "fmod_ret N",
 		"retval stash": "retval stash", "nr_args": "nr_args", "?": "?",
-		"prog call 1: prog#1 implementing tcp_congestion_ops.ssthresh": "struct_ops prog",
-		"prog#1 implementing sched_ext_ops.init":                       "struct_ops prog"} {
+		"struct_ops 1": "struct_ops N"} {
 		if got := foldSection(in); got != want {
 			t.Errorf("foldSection(%q) = %q, want %q", in, got, want)
 		}
@@ -326,7 +325,7 @@ func TestFoldSection(t *testing.T) {
 
 // TestCompareOneSideUnlabelled: B's request names 6.12, whose model has no fsession programs,
 // so B's image has no sections of its own and takes A's through the alignment; the one
-// changed instruction (0x67: mov %rbx,%rsi in prog call 1 of the 7.2 gen listing, made mov
+// changed instruction (0x67: mov %rbx,%rsi in fentry 1 of the 7.2 gen listing, made mov
 // %rbx,%rdi) is then the only difference.
 func TestCompareOneSideUnlabelled(t *testing.T) {
 	const id = "bpf_fentry_test1-fsession"
@@ -347,7 +346,7 @@ func TestCompareOneSideUnlabelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := caseDiff(t, cmp, id)
-	if d.Verdict != Differs || d.FirstB == nil || d.FirstB.Offset != 0x67 || !slices.Equal(d.Changed, []string{"prog call 1"}) ||
+	if d.Verdict != Differs || d.FirstB == nil || d.FirstB.Offset != 0x67 || !slices.Equal(d.Changed, []string{"fentry 1"}) ||
 		!strings.Contains(d.B.Note, "6.12 model refuses") || !strings.Contains(d.B.Note, "labelled through A's image") || d.A.Note != "" {
 		t.Errorf("%s at %v, sections %q; notes %q, %q", d.Verdict, d.FirstB, d.Changed, d.A.Note, d.B.Note)
 	}

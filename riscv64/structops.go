@@ -105,7 +105,7 @@ func (g *gen) structOpsEpilogue(S int32) {
 // the program implements.
 func (g *gen) progSection(pr *jit.ProgRef) string {
 	if g.t.StructOps != nil {
-		return progSym(pr.Index, 0) + " implementing " + g.t.StructOps.String()
+		return jit.SecStructOps(pr.Index)
 	}
 	return secName(pr.Index, 0)
 }

@@ -408,7 +408,7 @@ var (
 
 func init() {
 	for i := range secNames {
-		secNames[i] = [3]string{jit.SecProg(i), jit.SecModRet(i), jit.SecFexit(i)}
+		secNames[i] = [3]string{jit.SecFentry(i), jit.SecModRet(i), jit.SecFexit(i)}
 		progSyms[i] = [2]string{"prog#" + strconv.Itoa(i), "bpf_func#" + strconv.Itoa(i)}
 	}
 	jit.Register(Backend{}, Disassembler{})
@@ -419,7 +419,7 @@ func secName(n, kind int) string {
 	if n >= 0 && n <= btfmodel.MaxTrampLinks {
 		return secNames[n][kind]
 	}
-	return [3]func(int) string{jit.SecProg, jit.SecModRet, jit.SecFexit}[kind](n)
+	return [3]func(int) string{jit.SecFentry, jit.SecModRet, jit.SecFexit}[kind](n)
 }
 
 // progSym is "prog#n" (kind 0) or "bpf_func#n" (kind 1).

@@ -25,17 +25,17 @@ func TestDiffKernels(t *testing.T) {
 	for _, want := range []string{
 		"A: " + a + "  6.12.117+deb13-cloud-amd64, amd64, requests of profile 6.12",
 		"B: " + b + "  7.2.13+deb14-cloud-amd64, amd64, requests of profile 7.2",
-		"bpf_fentry_test1-fentry-fexit                           differs in prog call 1",
+		"bpf_fentry_test1-fentry-fexit                           differs in fentry 1",
 		"first difference: A 28: 31 ff  xor %edi,%edi",
 		"                  B 28: 0f 1f 44 00 00  nopl (%rax,%rax)",
-		"<prog call 1>",
+		"<fentry 1>",
 		"*                                    |   28  nopl (%rax,%rax)",
 		"    *   75  nopl (%rax,%rax)             |\n",
 		"*   d2  add $0x8,%rsp",
 		"... 9 identical (prologue, nr_args, arg spill, tramp_enter)",
 		"bpf_fentry_test1-fsession                               only in B",
 		"2 cases: differs 1, only in B 1",
-		"sections changed (cases): epilogue 1, fexit N 1, prog call N 1, retval stash 1",
+		"sections changed (cases): epilogue 1, fentry N 1, fexit N 1, retval stash 1",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -50,7 +50,7 @@ func TestDiffKernels(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &cmp); err != nil {
 		t.Fatal(err)
 	}
-	if cmp.A.Dir != a || cmp.B.Dir != b || len(cmp.Cases) != 300 || cmp.Summary.Verdicts[kernel.OnlyInB] == 0 || cmp.Summary.Sections["prog call N"] == 0 {
+	if cmp.A.Dir != a || cmp.B.Dir != b || len(cmp.Cases) != 420 || cmp.Summary.Verdicts[kernel.OnlyInB] == 0 || cmp.Summary.Sections["fentry N"] == 0 {
 		t.Errorf("json: a %+v, b %+v, %d cases, summary %+v", cmp.A, cmp.B, len(cmp.Cases), cmp.Summary)
 	}
 }
@@ -58,7 +58,7 @@ func TestDiffKernels(t *testing.T) {
 func TestDiffKernelsAgree(t *testing.T) {
 	dir := corpora + "6.12-arm64"
 	code, out, errOut := trampjit("diff", dir, dir, "--color", "never")
-	if code != 0 || !strings.Contains(out, "211 cases: identical 167, refused by both 44\n") || strings.Contains(out, "sections changed") {
+	if code != 0 || !strings.Contains(out, "240 cases: identical 191, refused by both 49\n") || strings.Contains(out, "sections changed") {
 		t.Errorf("a corpus against itself: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = trampjit("diff", dir, dir, "--all", "--only", "bpf_fentry_test1-fentry", "--color", "never")
@@ -115,7 +115,7 @@ func TestDiffProfile(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
-	if code != exitDisagree || res.Profile != "7.2" || res.Same != 0 || res.Images != 186 {
+	if code != exitDisagree || res.Profile != "7.2" || res.Same != 0 || res.Images != 210 {
 		t.Errorf("--profile 7.2 json: exit %d, profile %q, %d/%d identical", code, res.Profile, res.Same, res.Images)
 	}
 	code, out, _ = trampjit("diff", "--corpus", dir, "--format", "json", "--only", "bpf_fentry_test1-*")
@@ -146,7 +146,7 @@ func TestDiffKernelsProfile(t *testing.T) {
 		t.Errorf("json: exit %d, models %q %q, case %+v", code, cmp.A.Model, cmp.B.Model, cmp.Cases[0].B)
 	}
 	code, out, _ = trampjit("diff", a, b, "--only", "bpf_fentry_test1-fentry-fexit", "--color", "always")
-	if code != exitDisagree || !strings.Contains(out, "\x1b[31mdiffers\x1b[0m") || !strings.Contains(out, "\x1b[36m<prog call 1>\x1b[0m") {
+	if code != exitDisagree || !strings.Contains(out, "\x1b[31mdiffers\x1b[0m") || !strings.Contains(out, "\x1b[36m<fentry 1>\x1b[0m") {
 		t.Errorf("--color always: exit %d\n%q", code, out)
 	}
 }
