@@ -27,6 +27,9 @@ type Line struct {
 	Asm     string `json:"asm"`
 	Section string `json:"section"`
 	Comment string `json:"comment,omitempty"` // relocations: "= prog#1", "-> __bpf_prog_enter_recur"
+	// Slots are the frame slots the instruction writes or reads ("ctx[0] sk", "run_ctx.cookie"),
+	// from the backend's Frame (AnnotateSlots); the text listing prints them as a comment.
+	Slots []string `json:"slots,omitempty"`
 }
 
 // Symbols names the addresses a trampoline refers to, for listings.
@@ -294,9 +297,66 @@ func Describe(t *Tramp, img *Image) string {
 		t.Arch, t.Kernel, feat, what, strings.Join(progs, ", "), uint32(img.Flags), img.Flags, len(img.Code), img.Base)
 }
 
+// AnnotateSlots names, on each line, the frame slots its instruction writes ("<-") or reads,
+// and adds them to its comment.
+func AnnotateSlots(lines []Line, f *Frame) {
+	if f == nil {
+		return
+	}
+	touch := map[int][]string{}
+	for _, s := range f.Slots {
+		for _, o := range s.Writers {
+			touch[o] = append(touch[o], "<- "+s.Name)
+		}
+		for _, o := range s.Readers {
+			touch[o] = append(touch[o], s.Name)
+		}
+	}
+	for i := range lines {
+		names := touch[lines[i].Offset]
+		if len(names) == 0 {
+			continue
+		}
+		lines[i].Slots = names
+		c := strings.Join(names, ", ")
+		if lines[i].Comment != "" {
+			c = lines[i].Comment + "; " + c
+		}
+		lines[i].Comment = c
+	}
+}
+
+// FrameOf returns img's frame when t's backend describes frames (Framer), else nil.
+func FrameOf(t *Tramp, img *Image) (*Frame, error) {
+	be, _, err := Lookup(t.Arch)
+	if err != nil {
+		return nil, err
+	}
+	f, ok := be.(Framer)
+	if !ok {
+		return nil, nil
+	}
+	return f.Frame(t, img)
+}
+
+// Listing decodes img and annotates it: sections, symbols, relocations and, where the
+// backend describes the frame, the slots each instruction touches.
+func Listing(t *Tramp, img *Image, dis Disassembler) ([]Line, error) {
+	lines, err := BuildListing(img, dis, t.Symbols())
+	if err != nil {
+		return lines, err
+	}
+	f, err := FrameOf(t, img)
+	if err != nil {
+		return lines, fmt.Errorf("frame: %w", err)
+	}
+	AnnotateSlots(lines, f)
+	return lines, nil
+}
+
 // WriteImage prints the summary line and the annotated listing of img.
 func WriteImage(w io.Writer, t *Tramp, img *Image, dis Disassembler, p Palette) error {
-	lines, err := BuildListing(img, dis, t.Symbols())
+	lines, err := Listing(t, img, dis)
 	if err != nil {
 		return err
 	}

@@ -207,7 +207,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		_, err = fmt.Fprintln(w, hex.EncodeToString(img.Code))
 	case "json":
 		var lines []jit.Line
-		if lines, err = jit.BuildListing(img, dis, tr.Symbols()); err != nil {
+		if lines, err = jit.Listing(tr, img, dis); err != nil {
 			return err
 		}
 		res := genJSON{Arch: string(req.Arch), Kernel: string(req.Kernel), Size: len(img.Code),
