@@ -2,17 +2,19 @@ package jit
 
 // Section names used by both backends' listings, in the order a trampoline emits them.
 const (
-	SecPrologue   = "prologue"
-	SecArgSpill   = "arg spill"
-	SecNrArgs     = "nr_args"
-	SecIP         = "ip"
-	SecTrampEnter = "tramp_enter"
-	SecSession    = "fsession setup" // cookie slots and the return value zeroed
-	SecIsReturn   = "is_return"      // func_meta with is_return, before the fexit blocks
-	SecCallOrig   = "call original"
-	SecRetval     = "retval stash"
-	SecTrampExit  = "tramp_exit"
-	SecEpilogue   = "epilogue"
+	SecPrologue    = "prologue"
+	SecArgSpill    = "arg spill"
+	SecNrArgs      = "nr_args"
+	SecIP          = "ip"
+	SecTrampEnter  = "tramp_enter"
+	SecSession     = "fsession setup" // cookie slots and the return value zeroed
+	SecIsReturn    = "is_return"      // func_meta with is_return, before the fexit blocks
+	SecModRetInit  = "fmod_ret setup" // the return value zeroed once before the fmod_ret programs
+	SecCallOrig    = "call original"
+	SecRetval      = "retval stash"
+	SecIPAfterCall = "ip_after_call" // im->ip_after_call: the NOPs bpf_tramp_image_put patches
+	SecTrampExit   = "tramp_exit"
+	SecEpilogue    = "epilogue"
 )
 
 // SecFentry, SecModRet, SecFexit and SecStructOps name the per-program sections by the list
