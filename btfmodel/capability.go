@@ -65,6 +65,7 @@ const (
 	CapVerifierOpsWriteOnly   Capability = "verifier-struct-access-write-only"
 	CapVerifierOpsWriteMsg    Capability = "verifier-struct-ops-write-msg"
 	CapHelperBasePidTgid      Capability = "helper-base-pid-tgid"
+	CapHelperBaseTracing      Capability = "helper-base-tracing"
 	CapVerifierTCPCAWriteMore Capability = "verifier-tcp-ca-write-more"
 )
 
@@ -319,7 +320,8 @@ var Capabilities = []CapInfo{
 	bounded(CapVerifierStructOpsSleep, "struct_ops programs may be sleepable (6.1: 'Only fentry/fexit/fmod_ret, lsm, and kprobe/uprobe programs can be sleepable')"),
 	bounded(CapVerifierOpsWriteOnly, "an ops table's btf_struct_access sees only writes and bounds them itself (bpf_dummy_ops: 'write access at off %d with size %d'); 6.1 walks a write as a read"),
 	bounded(CapVerifierTCPCAWriteMore, "a congestion control may also write tcp_sock's app_limited and snd_cwnd_stamp ('no write support to tcp_sock at off %d' on 6.1)"),
-	bounded(CapHelperBasePidTgid, "bpf_base_func_proto offers bpf_get_current_pid_tgid and bpf_get_ns_current_pid_tgid (6.1: tracing programs only; struct_ops programs are refused them)"),
+	bounded(CapHelperBasePidTgid, "bpf_base_func_proto offers the current task's pid/tgid and cgroup ids and cgroup storage (6.1: tracing programs only; struct_ops programs are refused them)"),
+	{Cap: CapHelperBaseTracing, After: v(6, 12), Since: v(7, 2), Doc: "bpf_base_func_proto offers the tracing helpers that need no tracing context: bpf_get_current_uid_gid, _comm, bpf_send_signal, bpf_get_task_stack, task storage, bpf_copy_from_user, bpf_find_vma, ... (struct_ops programs are refused them before)"},
 	{Cap: CapVerifierOpsWriteMsg, After: v(6, 12), Since: v(7, 2), Doc: "a write an ops table's btf_struct_access refuses is logged as 'R%d cannot write into ptr_%s at off=%d size=%d' (the tables' own words before)"},
 	{Cap: CapVerifierRefsInState, After: v(6, 12), Since: v(7, 2), Doc: "references belong to the verifier state, not a frame: a callback's exit no longer checks them ('Unreleased reference' at the callback's exit before), the main program's exit does"},
 	bounded(CapLogLinfoFileLine, "verbose_linfo appends ' @ file:line' to a source line (6.1 prints an empty line as a bare '; ')"),

@@ -103,6 +103,9 @@ func (c *checker) call(in *insn) error {
 	}
 	proto, avail := c.helperProto(id)
 	unmodelled := availableUnmodelled[id] || (c.prog.AttachType == btfmodel.LSM && lsmOnlyUnmodelled[id])
+	if c.so != nil {
+		unmodelled = availableUnmodelled[id] && c.structOpsOffers(id) // structops.go
+	}
 	if !avail && !unmodelled {
 		if !c.has(btfmodel.CapVerifierHelperProtoMsg) {
 			c.logf("unknown func %s#%d", name, id)

@@ -386,18 +386,28 @@ func (c *checker) structOpsReturn() error {
 func (so *structOps) String() string { return fmt.Sprintf("%s.%s", so.ops, so.member) }
 
 // baseHelpers are the helpers bpf_base_func_proto (kernel/bpf/helpers.c) gives a
-// privileged loader: what sched_ext_ops, Qdisc_ops and hid_bpf_ops programs get, and
-// tcp_congestion_ops programs beyond bpf_tcp_ca's own. bpf_get_current_pid_tgid (14) and
-// bpf_get_ns_current_pid_tgid (120) joined them later (CapHelperBasePidTgid).
+// privileged loader: what sched_ext_ops, Qdisc_ops, hid_bpf_ops and io_uring_bpf_ops
+// programs get, and tcp_congestion_ops programs beyond bpf_tcp_ca's own; every helper id
+// was tried from each table on each profile (structops_helpers_all.json).
 var baseHelpers = map[int32]bool{
 	1: true, 2: true, 3: true, 87: true, 88: true, 89: true, 195: true, // maps
 	5: true, 7: true, 8: true, 12: true, 42: true, 125: true, 208: true, // time, ids, tail call
 	130: true, 131: true, 132: true, 133: true, 134: true, 209: true, // ring buffers
-	164: true, 181: true, 182: true, // for_each_map_elem, loop, strncmp
+	164: true, 181: true, 182: true, 105: true, 106: true, // for_each_map_elem, loop, strncmp, strtol, strtoul
 	197: true, 198: true, 199: true, 200: true, 201: true, 202: true, 203: true, // dynptrs
 	93: true, 94: true, 118: true, 153: true, 154: true, 169: true, 170: true, 171: true, 172: true, 194: true, // CAP_BPF
 	6: true, 35: true, 112: true, 113: true, 114: true, 115: true, 149: true, 158: true, 165: true, 175: true, 177: true, // CAP_PERFMON
 }
+
+// baseHelpersLater joined bpf_base_func_proto after 6.1 (CapHelperBasePidTgid): the
+// current task's pid/tgid and cgroup ids, cgroup storage.
+var baseHelpersLater = map[int32]bool{14: true, 80: true, 120: true, 123: true, 210: true, 211: true}
+
+// baseHelpersTracing joined it after 6.12 (CapHelperBaseTracing): the tracing helpers
+// that need no tracing context (uid/gid, comm, classid, perf event reads, signals, task
+// stacks and storage, user copies, branch snapshots, find_vma).
+var baseHelpersTracing = map[int32]bool{15: true, 16: true, 17: true, 22: true, 37: true, 55: true, 109: true,
+	117: true, 141: true, 148: true, 156: true, 157: true, 176: true, 180: true, 191: true}
 
 // tcpCAHelpers are bpf_tcp_ca_get_func_proto's own (net/ipv4/bpf_tcp_ca.c): the socket
 // helpers take the congestion control's socket.
@@ -408,6 +418,23 @@ var tcpCAHelpers = map[int32]helperProto{
 	49:  {args: []argKind{argSockCommon, argAnything, argAnything, argMem, argConstSize}},                                                    // bpf_setsockopt
 	57:  {args: []argKind{argSockCommon, argAnything, argAnything, argUninitMem, argConstSize}},                                              // bpf_getsockopt
 	160: {},                                                                                                                                  // bpf_ktime_get_coarse_ns
+}
+
+// baseOnlyProtos are base helpers the tracing prototypes do not list.
+var baseOnlyProtos = map[int32]helperProto{
+	17:  {},                                                            // bpf_get_cgroup_classid (the current task's)
+	105: {args: []argKind{argMem, argConstSize, argAnything, argLong}}, // bpf_strtol
+	106: {args: []argKind{argMem, argConstSize, argAnything, argLong}}, // bpf_strtoul
+}
+
+// structOpsOffers says whether bpf_base_func_proto offers helper id on this profile (the
+// tables' own helpers aside).
+func (c *checker) structOpsOffers(id int32) bool {
+	if c.so.ops == "bpf_dummy_ops" {
+		return false
+	}
+	return baseHelpers[id] || (baseHelpersLater[id] && c.has(btfmodel.CapHelperBasePidTgid)) ||
+		(baseHelpersTracing[id] && c.has(btfmodel.CapHelperBaseTracing))
 }
 
 // structOpsHelperProto is the table's verifier_ops.get_func_proto: bpf_dummy_ops has none,
@@ -425,8 +452,11 @@ func (c *checker) structOpsHelperProto(id int32) (helperProto, bool) {
 			return p, true
 		}
 	}
-	if !baseHelpers[id] && !((id == 14 || id == 120) && c.has(btfmodel.CapHelperBasePidTgid)) {
+	if !c.structOpsOffers(id) {
 		return helperProto{}, false
+	}
+	if p, ok := baseOnlyProtos[id]; ok {
+		return p, true
 	}
 	p, ok := helperProtos[id]
 	if !ok {
