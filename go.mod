@@ -10,5 +10,6 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/ulikunitz/xz v0.5.17
 	golang.org/x/arch v0.33.0
+	golang.org/x/net v0.48.0
 	golang.org/x/sys v0.43.0
 )

@@ -105,9 +105,26 @@ func refuseFlags(fs *flag.FlagSet, why string, names ...string) error {
 type output struct {
 	format string
 	color  string
+	cmd    string // "trampjit gen", for errors
+}
+
+func commandOf(o *output) string {
+	if o.cmd == "" {
+		return "this command"
+	}
+	return o.cmd
+}
+
+// orList joins formats as "text, json or html".
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
 func (o *output) register(fs *flag.FlagSet, formats string) {
+	o.cmd = fs.Name()
 	fs.StringVar(&o.format, "format", "text", "output format: "+formats)
 	fs.StringVar(&o.color, "color", "auto", "color: auto, always or never")
 }
@@ -122,7 +139,7 @@ func (o *output) check(allowed ...string) error {
 			return usageErr("--color must be auto, always or never, not %q", o.color)
 		}
 	}
-	return usageErr("unknown --format %q", o.format)
+	return usageErr("unknown --format %q: %s makes %s", o.format, commandOf(o), orList(allowed))
 }
 
 // colorful reports whether w should get ANSI colors: a terminal, and NO_COLOR unset.

@@ -168,7 +168,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	var out output
 	var outPath string
 	rf.register(fs)
-	out.register(fs, "listing, json, hex or bin")
+	out.register(fs, "listing, json, hex, bin or html")
 	fs.StringVar(&outPath, "o", "", "write to this file instead of standard output (written whole or not at all)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -176,7 +176,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	if out.format == "text" {
 		out.format = "listing"
 	}
-	if err := out.check("listing", "json", "hex", "bin"); err != nil {
+	if err := out.check("listing", "json", "hex", "bin", "html"); err != nil {
 		return err
 	}
 	req, err := rf.build(fs)
@@ -205,6 +205,8 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		_, err = w.Write(img.Code)
 	case "hex":
 		_, err = fmt.Fprintln(w, hex.EncodeToString(img.Code))
+	case "html":
+		err = genHTML(w, req)
 	case "json":
 		var lines []jit.Line
 		if lines, err = jit.Listing(tr, img, dis); err != nil {

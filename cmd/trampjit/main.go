@@ -45,6 +45,7 @@ var commands = map[string]command{
 	"kernel":  {"capture trampolines, runs and verdicts from real kernels under qemu", runKernel},
 	"diff":    {"compare a kernel corpus with the model, or two kernels' corpora", runDiff},
 	"compare": {"one request across architectures and profiles, side by side", runCompare},
+	"frame":   {"draw the stack frame of a trampoline image (text, json, svg, html)", runFrame},
 }
 
 func usage(w io.Writer) {
