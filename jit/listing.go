@@ -351,7 +351,37 @@ func Listing(t *Tramp, img *Image, dis Disassembler) ([]Line, error) {
 		return lines, fmt.Errorf("frame: %w", err)
 	}
 	AnnotateSlots(lines, f)
+	if c, ok := backendOf(t).(Commenter); ok {
+		AnnotateOperands(lines, c.Comments(t, img))
+	}
 	return lines, nil
+}
+
+// Commenter is implemented by backends that explain operands a listing cannot name from the
+// symbols or the frame alone: the traced function's return address as the entry gives it,
+// the IP (ip = func + N), the im pointer. Comments are keyed by instruction offset.
+type Commenter interface {
+	Comments(t *Tramp, img *Image) map[int]string
+}
+
+// AnnotateOperands appends each comment to its line's.
+func AnnotateOperands(lines []Line, comments map[int]string) {
+	for i := range lines {
+		if c, ok := comments[lines[i].Offset]; ok && c != "" {
+			if lines[i].Comment != "" {
+				c = lines[i].Comment + "; " + c
+			}
+			lines[i].Comment = c
+		}
+	}
+}
+
+func backendOf(t *Tramp) Backend {
+	be, _, err := Lookup(t.Arch)
+	if err != nil {
+		return nil
+	}
+	return be
 }
 
 // WriteImage prints the summary line and the annotated listing of img.
