@@ -31,7 +31,10 @@ type structOps struct {
 // (bpf_map__init_kern_struct_ops: the STRUCT of that name in vmlinux, the member by name,
 // its index the program's expected_attach_type); the kernel's attach_btf_id is the struct.
 func (c *checker) resolveStructOps() error {
-	ops, member, _ := strings.Cut(c.prog.Target, ":")
+	ops, member, ok := strings.Cut(c.prog.Target, ":")
+	if !ok || ops == "" || member == "" {
+		return fmt.Errorf("struct_ops target %q: want OPS:MEMBER (tcp_congestion_ops:cong_avoid)", c.prog.Target)
+	}
 	var st *btf.Struct
 	var sid btf.TypeID
 	if types, err := c.env.BTF.AnyTypesByName(ops); err == nil {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf/asm"
 	"github.com/trampjit/trampjit/btfmodel"
 )
 
@@ -48,4 +49,22 @@ func TestLoadELFStructOpsMembers(t *testing.T) {
 	if got != len(want) {
 		t.Errorf("found %d of %d programs", got, len(want))
 	}
+}
+
+// A struct_ops program given without its member is bad input, not a kernel verdict.
+func TestStructOpsTargetWithoutMember(t *testing.T) {
+	res := Check(Program{Name: "p", AttachType: btfmodel.StructOps, Target: "tcp_congestion_ops", License: "GPL",
+		Instructions: mustAsm(t, "r0 = 0", "exit")}, envFor(t, "6.12-amd64"))
+	if res.Accepted || !strings.HasPrefix(res.Error, "model: ") || !strings.Contains(res.Error, "OPS:MEMBER") {
+		t.Errorf("accepted=%v error %q", res.Accepted, res.Error)
+	}
+}
+
+func mustAsm(t *testing.T, lines ...string) asm.Instructions {
+	t.Helper()
+	insns, err := ParseInstructions(lines, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return insns
 }
