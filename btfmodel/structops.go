@@ -157,6 +157,16 @@ func StructOpsModel(spec *btf.Spec, ops, member string, k Kernel, a Arch) (*Stru
 	if tab.isUnsupported(member) {
 		return refuse(StageLoad, "ENOTSUPP", fmt.Sprintf("attach to unsupported member %s of struct %s", member, ops)), nil
 	}
+	if arg := arenaArg(spec, ops, member); arg != "" {
+		// check_struct_ops_btf_id (kernel/bpf/verifier.c): prepare_arg_info marked the
+		// argument PTR_TO_ARENA (BTF_FMODEL_ARENA_ARG, from the CFI stub's "__arena" or
+		// "__arena__nullable" parameter name), and a program that uses no arena map has
+		// nothing to translate it against. A struct_ops request names no maps.
+		r.Verdict = Verdict{Type: StructOps, Stage: StageLoad, Errno: "EINVAL", KernelMsg: true,
+			Msg:  fmt.Sprintf("arena argument of %s requires a program with an associated arena", member),
+			Note: fmt.Sprintf("argument %s of the CFI stub is an arena pointer", arg)}
+		return r, nil
+	}
 	if slices.Contains(tab.privStack, member) && k.Has(tab.privStackSince) && !VerifierFor(a, k).PrivateStack {
 		// bpf_enable_priv_stack (kernel/bpf/verifier.c) for a requested private stack.
 		return refuse(StageLoad, "EACCES", "Private stack not supported by jit"), nil
@@ -189,6 +199,31 @@ func StructOpsMembers(spec *btf.Spec, ops string) ([]string, error) {
 		names[i] = m.Name
 	}
 	return names, nil
+}
+
+// arenaArg is the first parameter of member's CFI stub whose name marks an arena pointer
+// ("" if none). bpf_struct_ops_desc_init's prepare_arg_info (kernel/bpf/bpf_struct_ops.c)
+// reads the stub's parameter names: a suffix "__arena" (or "__arena__nullable") makes the
+// argument PTR_TO_ARENA. The stub is the FUNC <ops>__<member>; sched_ext_ops_cid points its
+// cfi_stubs at sched_ext_ops' stubs where it has none of its own (kernel/sched/ext.c).
+func arenaArg(spec *btf.Spec, ops, member string) string {
+	stub, err := FuncByName(spec, ops+"__"+member)
+	if base, cid := strings.CutSuffix(ops, "_cid"); err != nil && cid {
+		stub, err = FuncByName(spec, base+"__"+member)
+	}
+	if err != nil {
+		return ""
+	}
+	fp, _ := stub.Type.(*btf.FuncProto)
+	if fp == nil {
+		return ""
+	}
+	for _, p := range fp.Params {
+		if strings.HasSuffix(p.Name, "__arena") || strings.HasSuffix(p.Name, "__arena__nullable") {
+			return p.Name
+		}
+	}
+	return ""
 }
 
 // isUnsupported reports whether the table refuses BPF for member.
