@@ -201,12 +201,13 @@ func (g *gen) run(sizing bool) error {
 	}
 
 	var fix []int // invoke_bpf_mod_ret's placeholders, patched to bne below
+	if len(t.ModRet) > 0 {
+		g.open(jit.SecModRetInit)
+		a.sd(FP, -int32(l.RetvalOff), Zero) // zeroed once for all fmod_ret programs
+	}
 	for i := range t.ModRet {
 		pr := &t.ModRet[i]
 		g.open(secName(pr.Index, 1))
-		if i == 0 {
-			a.sd(FP, -int32(l.RetvalOff), Zero) // zeroed once for all fmod_ret programs
-		}
 		if err := g.invoke(pr, true); err != nil {
 			return err
 		}
@@ -231,6 +232,7 @@ func (g *gen) run(sizing bool) error {
 		a.sd(FP, -int32(l.RetvalOff), A0)
 		a.sd(FP, -int32(l.RetvalOff-8), A5)
 		if !g.p.ProgSkipNop {
+			g.open(jit.SecIPAfterCall)
 			a.nop() // im->ip_after_call: room for auipc+jalr to ip_epilogue on teardown
 			a.nop()
 		}

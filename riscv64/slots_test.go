@@ -1,0 +1,87 @@
+package riscv64
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/jit"
+	"github.com/trampjit/trampjit/jit/jittest"
+)
+
+// frameStats counts what checkFrame looked at.
+type frameStats struct{ images, slots, accesses int }
+
+// checkFrame decodes img and fails on every frame access that lands in no declared slot and
+// on every declared slot no instruction touches, except those only others touch: the saved
+// run_ctx (the enter and exit helpers, through the pointer in a1/a2) and the argument slots
+// (the programs, through ctx).
+func checkFrame(t *testing.T, name string, tr *jit.Tramp, img *jit.Image, st *frameStats) *jit.Frame {
+	t.Helper()
+	f, strays, err := frameOf(tr, img)
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
+		return nil
+	}
+	for _, s := range strays {
+		t.Errorf("%s: %s", name, s)
+	}
+	for _, s := range f.Slots {
+		n := len(s.Writers) + len(s.Readers)
+		st.accesses += n
+		if n == 0 && s.Name != jit.SlotRunCtxSaved && !strings.HasPrefix(s.Name, "ctx[") {
+			t.Errorf("%s: slot %q at s0%+d: no instruction touches it", name, s.Name, s.Off)
+		}
+		if s.SPOff != s.Off+f.SPBase {
+			t.Errorf("%s: slot %q: sp offset %d, s0 offset %d, base at sp+%d", name, s.Name, s.SPOff, s.Off, f.SPBase)
+		}
+	}
+	st.images++
+	st.slots += len(f.Slots)
+	return f
+}
+
+// TestFrameGolden checks the frame of every golden case (the curated cases, the 7.2 shapes,
+// the struct_ops members).
+func TestFrameGolden(t *testing.T) {
+	cases := append(append(jittest.Cases(btfmodel.RISCV64), Cases72()...), StructOpsCases()...)
+	var st frameStats
+	for _, c := range cases {
+		tr, img := generateCase(t, &c.Req)
+		checkFrame(t, c.Name, tr, img, &st)
+	}
+	t.Logf("%d images, %d slots, %d accesses attributed", st.images, st.slots, st.accesses)
+	if st.images < 60 {
+		t.Errorf("only %d golden images", st.images)
+	}
+}
+
+// TestFrameStray: an access the frame does not declare is reported, with its offset.
+func TestFrameStray(t *testing.T) {
+	c := jittest.Cases(btfmodel.RISCV64)[0]
+	tr, img := generateCase(t, &c.Req)
+	f, strays, err := frameOf(tr, img)
+	if err != nil || len(strays) != 0 {
+		t.Fatalf("%s: %v %v", c.Name, strays, err)
+	}
+	l, _ := Layout(mustProfile(t, tr.Kernel), tr.Model, tr.Flags, tr.CookieSlots)
+	var kept []jit.Slot
+	for _, s := range f.Slots {
+		if s.Name != SlotSavedS1 {
+			kept = append(kept, jit.Slot{Name: s.Name, Off: s.Off, Size: s.Size})
+		}
+	}
+	f.Slots = kept
+	got := attribute(f, l, img)
+	if len(got) != 2 || !strings.Contains(got[0].String(), "at s0-"+itoa(l.SRegOff)+", 8 bytes, is in no slot") {
+		t.Errorf("without the s1 slot: %v, want its save and restore as strays", got)
+	}
+}
+
+func mustProfile(t *testing.T, k btfmodel.Kernel) Profile {
+	p, err := ProfileFor(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
