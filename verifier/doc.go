@@ -48,7 +48,8 @@
 // "lsm/HOOK" for the BTF function bpf_lsm_HOOK, each with an optional ".s" for sleepable;
 // "struct_ops/OPS:MEMBER" or "struct_ops.s/OPS:MEMBER" for the member of an ops table, e.g.
 // "struct_ops/tcp_congestion_ops:cong_avoid": in an object libbpf ignores the name after the
-// slash and the .struct_ops.link map pointing at the program decides the member);
+// slash and the .struct_ops.link map pointing at the program decides the member; as
+// attach_type and target: "struct_ops" and "tcp_congestion_ops:cong_avoid");
 // instead of section, attach_type ("fentry", "fexit", "fmod_ret", "lsm") and target (the
 // BTF function name, e.g. "bpf_lsm_file_open") may be given; sleepable; license; maps
 // (name, type, key_size, value_size, max_entries, read_only: BPF_F_RDONLY_PROG as libbpf

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/trampjit/trampjit/btfmodel"
 )
@@ -55,7 +56,13 @@ func ParseJSON(data []byte) ([]Program, error) {
 		where := fmt.Sprintf("program %d (%s)", i, jp.Name)
 		p := Program{Name: jp.Name, Section: jp.Section, Target: jp.Target, Sleepable: jp.Sleepable,
 			License: jp.License, Maps: jp.Maps}
-		if jp.AttachType != "" {
+		if jp.AttachType == string(btfmodel.StructOps) {
+			// target "OPS:MEMBER", as in a struct_ops/OPS:MEMBER section
+			if ops, member, ok := strings.Cut(jp.Target, ":"); !ok || ops == "" || member == "" {
+				return nil, fmt.Errorf("%s: struct_ops target %q: want OPS:MEMBER", where, jp.Target)
+			}
+			p.AttachType = btfmodel.StructOps
+		} else if jp.AttachType != "" {
 			at, err := btfmodel.ParseAttachType(jp.AttachType)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", where, err)

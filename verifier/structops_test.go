@@ -68,3 +68,19 @@ func mustAsm(t *testing.T, lines ...string) asm.Instructions {
 	}
 	return insns
 }
+
+// JSON programs may name the member as attach_type and target instead of a section.
+func TestParseJSONStructOps(t *testing.T) {
+	progs, err := ParseJSON([]byte(`{"programs": [{"name": "a", "attach_type": "struct_ops", "target": "bpf_dummy_ops:test_1", "sleepable": true, "license": "GPL", "insns": ["r0 = 0", "exit"]}]}`))
+	if err != nil || len(progs) != 1 || progs[0].AttachType != btfmodel.StructOps || progs[0].Target != "bpf_dummy_ops:test_1" || !progs[0].Sleepable {
+		t.Fatalf("%+v %v", progs, err)
+	}
+	// bpf_dummy_ops_check_member: only test_sleepable may sleep (6.12's capture:
+	// "attach to unsupported member test_1 of struct bpf_dummy_ops").
+	if res := Check(progs[0], envFor(t, "6.12-amd64")); res.Accepted || res.Error != "attach to unsupported member test_1 of struct bpf_dummy_ops" {
+		t.Errorf("accepted=%v %q", res.Accepted, res.Error)
+	}
+	if _, err := ParseJSON([]byte(`{"programs": [{"name": "a", "attach_type": "struct_ops", "target": "bpf_dummy_ops", "insns": ["exit"]}]}`)); err == nil || !strings.Contains(err.Error(), "OPS:MEMBER") {
+		t.Errorf("target without member: %v", err)
+	}
+}
