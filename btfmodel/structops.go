@@ -52,7 +52,11 @@ var structOpsTables = map[string]structOpsTable{
 	// kernel/sched/ext.c: ops.dispatch may recurse into a sub-scheduler's dispatch, so its
 	// program asks for a private stack; riscv64 7.2 refuses it ("Private stack not supported
 	// by jit", EACCES), amd64 and arm64 load it.
-	"sched_ext_ops":     {privStack: []string{"dispatch"}, privStackSince: CapStructOpsSchedExtPrivStack},
+	// sub_caps_updated and sub_ecaps_updated (7.3) take cid masks: the cpu-named table's
+	// cfi_stubs leave them NULL, though their stubs (named sched_ext_ops__*) are in BTF for
+	// sched_ext_ops_cid, which has them. Debian's 7.3.4 refuses both in sched_ext_ops only.
+	"sched_ext_ops": {privStack: []string{"dispatch"}, privStackSince: CapStructOpsSchedExtPrivStack,
+		unsupported: []string{"sub_caps_updated", "sub_ecaps_updated"}},
 	"sched_ext_ops_cid": {privStack: []string{"dispatch"}, privStackSince: CapStructOpsSchedExtPrivStack},
 	"io_uring_bpf_ops":  {},
 	"hid_bpf_ops":       {},
