@@ -85,3 +85,37 @@ func mustProfile(t *testing.T, k btfmodel.Kernel) Profile {
 	}
 	return p
 }
+
+// TestComments: every golden image explains where the return addresses go (t0 and ra saved
+// and reloaded, the final jump), the im loads and, per program block, the ctx and run_ctx
+// pointers and the start time.
+func TestComments(t *testing.T) {
+	cases := append(append(jittest.Cases(btfmodel.RISCV64), Cases72()...), StructOpsCases()...)
+	for _, c := range cases {
+		tr, img := generateCase(t, &c.Req)
+		count := map[string]int{}
+		for _, s := range (Backend{}).Comments(tr, img) {
+			count[strings.SplitN(s, ":", 2)[0]]++
+			count[strings.SplitN(s, " = ", 2)[0]]++
+		}
+		blocks := len(tr.Fentry) + len(tr.ModRet) + len(tr.Fexit)
+		ims := 0
+		for _, r := range img.Relocs {
+			if r.Symbol == "im" {
+				ims++
+			}
+		}
+		want := map[string]int{"ra": 2, "a0": blocks + ims, "a1": 2 * blocks, "a2": blocks, "s1": blocks}
+		if tr.StructOps == nil {
+			want["t0"] = 2
+		}
+		if tr.Flags&jit.FlagIPArg != 0 {
+			want["ip"] = 1
+		}
+		for k, n := range want {
+			if count[k] != n {
+				t.Errorf("%s: %d comments on %s, want %d (%v)", c.Name, count[k], k, n, count)
+			}
+		}
+	}
+}
