@@ -42,6 +42,10 @@ type CaptureOptions struct {
 	// only where missing). The directory is still replaced in one rename. Without a Pin the
 	// build booted is the one OutDir's kernel.json names; another build merges nothing.
 	Merge bool
+	// Only is the --only selection the cases came from: a struct_ops table is captured
+	// whole, and the members and tables the catalogue does not list are kept where it
+	// selects them (planStructOps); "" keeps every one.
+	Only string
 }
 
 // CaptureReport is what Capture found, cases in the order they were given.
@@ -141,12 +145,18 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 		fmt.Fprintf(progress, "%s-%s: %s (%s %s), %d cases, %d guests\n", o.Kernel, o.Arch, k.Release, k.Package, k.Version, len(o.Cases), o.Jobs)
 	}
 
+	only, err := ParseOnly(o.Only)
+	if err != nil {
+		return nil, err
+	}
+	sent, plan := planStructOps(o.Cases, only, o.Kernel, o.Arch)
+
 	rep := &CaptureReport{Kernel: record, boot: k}
 	results := map[string]wire.CaptureResult{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var fatal error
-	chunks := split(o.Cases, o.Jobs)
+	chunks := split(sent, o.Jobs)
 	for j, chunk := range chunks {
 		wg.Add(1)
 		go func(j int, chunk []Case) {
@@ -174,7 +184,8 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 		}(j, chunk)
 	}
 	wg.Wait()
-	if len(o.Cases) == 0 && fatal == nil {
+	o.Cases = plan.expand(o.Cases, results, progress)
+	if len(sent) == 0 && fatal == nil {
 		// No cases: one boot for the machine facts alone.
 		r := &runner{k: k, agent: agent, timeout: o.Timeout, progress: progress, dir: filepath.Join(work, "boots", "info"), wantBTF: o.CopyBTF}
 		_, rep.Info, rep.Boots, fatal = r.run(ctx, nil)
@@ -254,7 +265,7 @@ func (r *runner) run(ctx context.Context, cases []Case) (map[string]wire.Capture
 		r.boots++
 		req := wire.Request{Kernel: r.k.Kernel, Arch: r.k.Arch, Info: true, Cases: pending, BTF: r.wantBTF && r.btf == nil}
 		if timeout <= 0 {
-			timeout = 90*time.Second + time.Duration(len(pending))*5*time.Second
+			timeout = 90*time.Second + time.Duration(caseWeight(pending))*5*time.Second
 			if req.BTF {
 				timeout += 2 * time.Minute
 			}

@@ -65,9 +65,7 @@ type structOpsTable struct {
 }
 
 // structOpsTables lists, per profile (and architecture where the builds differ), the tables
-// the catalog captures. 6.1's bpf_dummy_ops is left out: it has no BPF_F_LINK (6.4) and no
-// reg, so its images exist only inside BPF_PROG_TEST_RUN (bpf_struct_ops_test_run builds one
-// and frees it before returning).
+// the catalog captures (6.1's bpf_dummy_ops is left out: structOpsSkipped).
 func structOpsTables(kernel, arch string) []structOpsTable {
 	switch btfmodel.Kernel(kernel) {
 	case btfmodel.Kernel61:
@@ -85,10 +83,34 @@ func structOpsTables(kernel, arch string) []structOpsTable {
 	return nil
 }
 
+// structOpsSkipped is the table a profile's build has but no map can build: 6.1's
+// bpf_dummy_ops has no BPF_F_LINK (6.4) and no reg, so its images exist only inside
+// BPF_PROG_TEST_RUN (bpf_struct_ops_test_run builds one and frees it before returning).
+func structOpsSkipped(kernel string) string {
+	if btfmodel.Kernel(kernel) == btfmodel.Kernel61 {
+		return "bpf_dummy_ops"
+	}
+	return ""
+}
+
+// structOpsWire is map m of table ops as the agent builds it, from its recipe (Member unset).
+func structOpsWire(ops string, m int) wire.StructOpsCase {
+	rc, ok := structOpsRecipes[ops]
+	if !ok {
+		return wire.StructOpsCase{Ops: ops, Map: m, Link: true}
+	}
+	so := wire.StructOpsCase{Ops: ops, Map: m, Link: rc.link, Sleepable: rc.sleepable, Release: rc.release}
+	if rc.data != nil {
+		so.Data = rc.data(m)
+	}
+	return so
+}
+
 // StructOpsCatalog is the struct_ops part of the corpus catalogue: one case per member of
 // every map of every table the profile's build has, ids struct_ops-<ops>-<member> (the
 // second map of a table: struct_ops-<ops>.2-<member>). Members the kernel refuses are in it
-// too: their refusals are cases.
+// too: their refusals are cases. A capture takes each table whole (planStructOps): the
+// members are the guest's own, these lists only the profile's.
 func StructOpsCatalog(kernel, arch string) []Case {
 	var out []Case
 	for _, t := range structOpsTables(kernel, arch) {
@@ -99,12 +121,10 @@ func StructOpsCatalog(kernel, arch string) []Case {
 				name = fmt.Sprintf("%s.%d", t.ops, m)
 			}
 			for _, mem := range t.members {
-				so := &wire.StructOpsCase{Ops: t.ops, Member: mem, Map: m, Link: rc.link, Sleepable: rc.sleepable, Release: rc.release}
-				if rc.data != nil {
-					so.Data = rc.data(m)
-				}
+				so := structOpsWire(t.ops, m)
+				so.Member = mem
 				p := jit.Prog{Kind: jit.StructOpsProg, Sleepable: contains(rc.sleepable, mem)}
-				out = append(out, Case{ID: "struct_ops-" + name + "-" + mem, Func: t.ops + "." + mem, Progs: []jit.Prog{p}, StructOps: so})
+				out = append(out, Case{ID: "struct_ops-" + name + "-" + mem, Func: t.ops + "." + mem, Progs: []jit.Prog{p}, StructOps: &so})
 			}
 		}
 	}

@@ -444,7 +444,7 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := interruptible()
 	defer stop()
 	o := kernel.CaptureOptions{Kernel: t.profile, Arch: t.arch, Cases: cases,
-		OutDir: outDir, Jobs: jobs, Timeout: timeout, CopyBTF: copyBTF, Progress: stderr, Local: local, Merge: merge}
+		OutDir: outDir, Jobs: jobs, Timeout: timeout, CopyBTF: copyBTF, Progress: stderr, Local: local, Merge: merge, Only: only}
 	var rep *kernel.CaptureReport
 	if host {
 		rep, err = kernel.CaptureHost(ctx, o)

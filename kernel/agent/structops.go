@@ -38,18 +38,20 @@ type soTable struct {
 	err     *wire.CaptureResult
 }
 
-// captureStructOps answers one member case, building its table first if needed.
+// captureStructOps answers a struct_ops case: one member, or a whole table (Member ""), or
+// every table the host's catalogue does not know (Ops "").
 func (c *capturer) captureStructOps(cs wire.Case) wire.CaptureResult {
 	so := cs.StructOps
 	if c.soTables == nil {
 		c.soTables, c.soSeen = map[soKey]*soTable{}, map[uint64]bool{}
 	}
-	k := soKey{so.Ops, so.Map}
-	t, ok := c.soTables[k]
-	if !ok {
-		t = c.captureTable(so)
-		c.soTables[k] = t
+	switch {
+	case so.Ops == "":
+		return c.discoverTables(cs)
+	case so.Member == "":
+		return c.emitTable(cs.ID, so, "")
 	}
+	t := c.table(so)
 	var r wire.CaptureResult
 	switch m, ok := t.members[so.Member]; {
 	case t.err != nil:
@@ -61,6 +63,89 @@ func (c *capturer) captureStructOps(cs wire.Case) wire.CaptureResult {
 	}
 	r.ID, r.Func = cs.ID, cs.Func
 	return r
+}
+
+// table builds (once) and returns the map so names.
+func (c *capturer) table(so *wire.StructOpsCase) *soTable {
+	k := soKey{so.Ops, so.Map}
+	t, ok := c.soTables[k]
+	if !ok {
+		t = c.captureTable(so)
+		c.soTables[k] = t
+	}
+	return t
+}
+
+// emitTable captures every function-pointer member of the table in this kernel's BTF and
+// reports each as a capture frame of its own, id prefix + "-" + member, in index order; the
+// returned result (id prefix) is the table's: its error, or how many members it has.
+func (c *capturer) emitTable(prefix string, so *wire.StructOpsCase, note string) wire.CaptureResult {
+	t := c.table(so)
+	sum := wire.CaptureResult{ID: prefix, Func: so.Ops}
+	if t.err != nil {
+		sum.Stage, sum.Error, sum.Errno = t.err.Stage, t.err.Error, t.err.Errno
+		return sum
+	}
+	names := make([]string, 0, len(t.members))
+	for m := range t.members {
+		names = append(names, m)
+	}
+	sort.Slice(names, func(i, j int) bool { return t.members[names[i]].StructOps.Index < t.members[names[j]].StructOps.Index })
+	for _, m := range names {
+		r := t.members[m]
+		r.ID, r.Func = prefix+"-"+m, so.Ops+"."+m
+		if note != "" {
+			r.Checks = append(r.Checks, note)
+		}
+		emit(wire.KindCapture, r)
+	}
+	sum.Checks = []string{fmt.Sprintf("%d function-pointer members: %s", len(names), strings.Join(names, ", "))}
+	return sum
+}
+
+// discoverTables captures the tables of this kernel's BTF that cs.StructOps.Except does not
+// name: an ops table is a struct <ops> with a bpf_struct_ops_<ops> value type whose data
+// member is that struct (is_valid_value_type, kernel/bpf/bpf_struct_ops.c). Each gets its
+// recipe from Recipes, or one BPF_F_LINK map of trivial programs (the update builds the
+// images and stops before reg, whatever the table's reg needs), recorded as such.
+func (c *capturer) discoverTables(cs wire.Case) wire.CaptureResult {
+	sum := wire.CaptureResult{ID: cs.ID, Func: cs.Func}
+	if c.spec == nil {
+		sum.Stage, sum.Error = "load", "no kernel BTF"
+		return sum
+	}
+	var found []string
+	for typ, err := range c.spec.All() {
+		if err != nil {
+			break
+		}
+		vt, ok := typ.(*btf.Struct)
+		if !ok || !strings.HasPrefix(vt.Name, "bpf_struct_ops_") {
+			continue
+		}
+		ops := strings.TrimPrefix(vt.Name, "bpf_struct_ops_")
+		if _, mt, ok := findMember(vt, "data"); !ok || btf.UnderlyingType(mt).TypeName() != ops || contains(cs.StructOps.Except, ops) {
+			continue
+		}
+		found = append(found, ops)
+	}
+	sort.Strings(found)
+	for _, ops := range found {
+		so, note := &wire.StructOpsCase{Ops: ops, Map: 1, Link: true}, "no recipe: one BPF_F_LINK map of trivial programs"
+		for _, r := range cs.StructOps.Recipes {
+			if r.Ops == ops {
+				rc := r
+				rc.Map = max(rc.Map, 1)
+				so, note = &rc, ""
+			}
+		}
+		r := c.emitTable("struct_ops-"+ops, so, note)
+		if r.Error != "" {
+			logf("table %s: %s", ops, r.Error)
+		}
+	}
+	sum.Checks = []string{fmt.Sprintf("tables the catalogue does not list: %s", strings.Join(found, ", "))}
+	return sum
 }
 
 // closeStructOps unregisters and closes every table of the boot, newest first.

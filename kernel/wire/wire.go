@@ -74,7 +74,9 @@ type Case struct {
 	StructOps *StructOpsCase `json:"struct_ops,omitempty"`
 }
 
-// StructOpsCase is the recipe of one ops table's map and the member a case reads back.
+// StructOpsCase is the recipe of one ops table's map and the member a case reads back;
+// Member "" asks for every function-pointer member of the table in the guest's BTF, each
+// reported under the case's id + "-" + member.
 type StructOpsCase struct {
 	Ops    string `json:"ops"`
 	Member string `json:"member"`
@@ -91,6 +93,11 @@ type StructOpsCase struct {
 	// Release names, per member, the kfunc that releases its referenced first argument
 	// (Qdisc_ops.enqueue's skb: bpf_qdisc_skb_drop(skb, to_free), to_free = argument 3).
 	Release map[string]string `json:"release,omitempty"`
+	// Except and Recipes are for a discovery case (Ops ""): every table of the guest's BTF
+	// (a bpf_struct_ops_<ops> value type) not named in Except is captured, with its recipe
+	// from Recipes, or else as one BPF_F_LINK map of trivial programs.
+	Except  []string        `json:"except,omitempty"`
+	Recipes []StructOpsCase `json:"recipes,omitempty"`
 }
 
 // Run is what one call of the traced function looked like through the trampoline.
