@@ -2,6 +2,7 @@ package arm64
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/jit"
@@ -113,8 +114,8 @@ func (Backend) frameGen(t *jit.Tramp) (*gen, error) {
 	return g, nil
 }
 
-// frameSlots lists the frame from the caller's stack arguments down to the final sp, the
-// order of the kernel's stack-layout comment in prepare_trampoline.
+// frameSlots lists the frame from the final sp up to the caller's stack arguments (the
+// kernel's stack-layout comment in prepare_trampoline, read bottom-up).
 func (g *gen) frameSlots() *jit.Frame {
 	l := g.l
 	f := &jit.Frame{Arch: string(btfmodel.ARM64), Base: "x29", Size: l.StackSize, SPBase: l.StackSize}
@@ -164,6 +165,9 @@ func (g *gen) frameSlots() *jit.Frame {
 	for k := l.RunCtx/8 - 1; k >= 0; k-- {
 		add(8*k, 8, fmt.Sprintf("stack arg %d", l.NRegs+k), "the original reads it at its sp")
 	}
+	// Lowest address first: a pair's two slots are then named in operand order on its
+	// stp/ldp line (x29 before x30), as AnnotateSlots follows the slot order.
+	slices.Reverse(f.Slots)
 	return f
 }
 

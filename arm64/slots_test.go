@@ -35,12 +35,12 @@ func checkFrame(t *testing.T, tr *jit.Tramp, img *jit.Image) (slots, accesses in
 	if f.Base != "x29" || f.SPBase != f.Size || f.Size%16 != 0 {
 		t.Errorf("base %s, sp_base %d, size %d", f.Base, f.SPBase, f.Size)
 	}
-	prev := 1 << 30
+	prev := -1 << 30
 	for _, s := range f.Slots {
-		if s.Off+s.Size > prev {
-			t.Errorf("%s at x29%+d overlaps the slot above it", s.Name, s.Off)
+		if s.Off < prev {
+			t.Errorf("%s at x29%+d overlaps the slot below it", s.Name, s.Off)
 		}
-		prev = s.Off
+		prev = s.Off + s.Size
 		if s.SPOff != s.Off+f.SPBase {
 			t.Errorf("%s: sp+%d is not x29%+d", s.Name, s.SPOff, s.Off)
 		}

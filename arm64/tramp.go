@@ -152,7 +152,7 @@ func (g *gen) run(sizing bool) []uint32 {
 	} else {
 		g.code = make([]uint32, 0, g.size/4)
 		g.relocs = make([]jit.Reloc, 0, 4+4*nprogs)
-		g.secs = make([]jit.Section, 0, 9+nprogs)
+		g.secs = make([]jit.Section, 0, 14+nprogs)
 	}
 	g.sec = ""
 	t, l, f := g.t, g.l, g.t.Flags
@@ -192,7 +192,10 @@ func (g *gen) run(sizing bool) []uint32 {
 		}
 		g.emit(STR(TMP, SP, l.ArgOff(l.NRegs+k)))
 	}
-	g.emit(STR(X19, SP, l.Regs), STR(X20, SP, l.Regs+8)) // callee-saved, used below
+	// The callee-saved registers the program calls use (x19 the bpf_prog, x20 the start
+	// time): part of the prologue, though prepare_trampoline saves them after the arguments.
+	g.open(jit.SecPrologue)
+	g.emit(STR(X19, SP, l.Regs), STR(X20, SP, l.Regs+8))
 
 	if f&jit.FlagCallOrig != 0 {
 		g.open(jit.SecTrampEnter)
@@ -211,10 +214,11 @@ func (g *gen) run(sizing bool) []uint32 {
 
 	var fix []int // invoke_bpf_mod_ret's branches, patched to cbnz below
 	for i, pr := range t.ModRet {
-		g.open(secName(pr.Index, 1))
 		if i == 0 {
+			g.open(jit.SecModRetInit)
 			g.emit(STR(XZR, SP, l.Retval)) // zeroed once for all fmod_ret programs
 		}
+		g.open(secName(pr.Index, 1))
 		g.invoke(pr, true)
 		g.emit(LDR(TMP, SP, l.Retval))
 		fix = append(fix, len(g.code))
@@ -238,6 +242,7 @@ func (g *gen) run(sizing bool) []uint32 {
 		g.open(jit.SecRetval)
 		g.emit(STR(X0, SP, l.Retval))
 		if !g.p.ProgSkipNop {
+			g.open(jit.SecIPAfterCall)
 			g.emit(NOP) // im->ip_after_call, patched to b ip_epilogue on teardown
 		}
 	}

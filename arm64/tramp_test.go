@@ -160,18 +160,21 @@ func TestCapture612(t *testing.T) {
 }
 
 // TestCaptureAnnotations checks sections against the capture's instructions (prologue,
-// arg spill, prog calls, call original, epilogue, as prepare_trampoline emits them) and
+// arg spill, prog calls, call original, epilogue, as prepare_trampoline emits them; the
+// x19/x20 saves are the prologue's and the ip_after_call nop its own) and
 // relocations against the capture's address-bearing instructions.
 func TestCaptureAnnotations(t *testing.T) {
 	im := mustGen(t, Backend{}, captureTramp(capBase))
 	wantSecs := []jit.Section{
 		{Name: jit.SecPrologue, Start: 0x00, End: 0x14},
 		{Name: jit.SecNrArgs, Start: 0x14, End: 0x1c},
-		{Name: jit.SecArgSpill, Start: 0x1c, End: 0x2c},
+		{Name: jit.SecArgSpill, Start: 0x1c, End: 0x24},
+		{Name: jit.SecPrologue, Start: 0x24, End: 0x2c}, // str x19, x20: saved after the arguments
 		{Name: jit.SecTrampEnter, Start: 0x2c, End: 0x48},
 		{Name: jit.SecFentry(1), Start: 0x48, End: 0x9c},
 		{Name: jit.SecCallOrig, Start: 0x9c, End: 0xb0},
-		{Name: jit.SecRetval, Start: 0xb0, End: 0xb8},
+		{Name: jit.SecRetval, Start: 0xb0, End: 0xb4},
+		{Name: jit.SecIPAfterCall, Start: 0xb4, End: 0xb8},
 		{Name: jit.SecFexit(2), Start: 0xb8, End: 0x10c},
 		{Name: jit.SecTrampExit, Start: 0x10c, End: 0x128},
 		{Name: jit.SecEpilogue, Start: 0x128, End: 0x148},
@@ -509,7 +512,7 @@ func TestModRetFixups(t *testing.T) {
 	var cbnz []int
 	for _, s := range im.Sections {
 		switch {
-		case strings.HasPrefix(s.Name, "fmod_ret"):
+		case strings.HasPrefix(s.Name, "fmod_ret") && s.Name != jit.SecModRetInit:
 			cbnz = append(cbnz, s.End-4)
 		case s.Name == jit.SecFexit(2):
 			fexitAt = s.Start

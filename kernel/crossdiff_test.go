@@ -120,10 +120,10 @@ func TestCompare612With72(t *testing.T) {
 		firstSection string
 		catalogue    []string // sections changed in most differing cases
 	}{
-		{"amd64", []string{"fentry 1", "retval stash", "fexit 2", "epilogue"}, 0x28, "31ff", "0f1f440000", "fentry 1",
-			[]string{"fentry N", "retval stash", "fexit N", "epilogue"}},
-		{"arm64", []string{"nr_args", "fentry 1", "retval stash", "fexit 2", "epilogue"}, 0x14, "2a0080d2", "2a008052", "nr_args",
-			[]string{"nr_args", "fentry N", "retval stash", "fexit N", "epilogue"}},
+		{"amd64", []string{"fentry 1", "ip_after_call", "fexit 2", "epilogue"}, 0x28, "31ff", "0f1f440000", "fentry 1",
+			[]string{"fentry N", "ip_after_call", "fexit N", "epilogue"}},
+		{"arm64", []string{"nr_args", "fentry 1", "ip_after_call", "fexit 2", "epilogue"}, 0x14, "2a0080d2", "2a008052", "nr_args",
+			[]string{"nr_args", "fentry N", "ip_after_call", "fexit N", "epilogue"}},
 	} {
 		t.Run(tc.arch, func(t *testing.T) {
 			a, b := readCommitted(t, "6.12-"+tc.arch), readCommitted(t, "7.2-"+tc.arch)
