@@ -16,7 +16,7 @@ import (
 
 const compareUsage = `usage: trampjit compare (--btf FILE --func NAME | --proto '...' | --request FILE) --fentry N ...
                         [--arch amd64,arm64,riscv64] [--kernel P,Q] [--corpus DIR --case ID]
-                        [--format text|json]
+                        [--format text|json|html]
 
 Generates one request for every listed architecture and profile (default: the three
 architectures at the request's profile) and sets the listings side by side, section by
@@ -76,7 +76,7 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	fs.Lookup("kernel").Usage = "kernel profiles, comma-separated: " + btfmodel.KernelNames() + " (default: the request's)"
 	fs.StringVar(&corpusDir, "corpus", "", "kernel corpus directory (testdata/kernel/<kernel>-<arch>) with --case: add its captured image")
 	fs.StringVar(&caseID, "case", "", "the corpus case to set beside the model")
-	out.register(fs, "text or json")
+	out.register(fs, "text, json or html")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, compareUsage)
 		fs.PrintDefaults()
@@ -84,7 +84,7 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := out.check("text", "json"); err != nil {
+	if err := out.check("text", "json", "html"); err != nil {
 		return err
 	}
 	if (corpusDir == "") != (caseID == "") {
@@ -142,6 +142,9 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
+	}
+	if out.format == "html" {
+		return compareHTML(stdout, &res)
 	}
 	return writeCompare(stdout, &res, palette(out.colorful(stdout)))
 }

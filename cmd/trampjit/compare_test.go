@@ -245,7 +245,7 @@ func TestCompareCommand(t *testing.T) {
 		{"compare", "--proto", "int f(int)", "--fentry", "1", "--arch", "sparc"},
 		{"compare", "--proto", "int f(int)", "--fentry", "1", "--kernel", "5.4"},
 		{"compare", "--proto", "int f(int)", "--fentry", "1", "--corpus", corpora + "7.2-amd64"},
-		{"compare", "--proto", "int f(int)", "--fentry", "1", "--format", "html"},
+		{"compare", "--proto", "int f(int)", "--fentry", "1", "--format", "svg"},
 		{"compare", "--proto", "int f(int)"},
 		{"compare", "--proto", "int f(int)", "--fentry", "1", "--bogus"},
 	} {

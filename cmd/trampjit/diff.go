@@ -28,8 +28,8 @@ type diffJSON struct {
 	Uncaptured int `json:"not_captured"`
 }
 
-const diffUsage = `usage: trampjit diff --corpus DIR [--profile P] [--only IDS] [--all] [--format text|json]
-       trampjit diff DIR_A DIR_B [--profile P] [--only IDS] [--all] [--format text|json]
+const diffUsage = `usage: trampjit diff --corpus DIR [--profile P] [--only IDS] [--all] [--format text|json|html]
+       trampjit diff DIR_A DIR_B [--profile P] [--only IDS] [--all] [--format text|json|html]
 
 The first form compares a kernel's capture with the model (each request generated with the
 profile it names, or with --profile P); the second compares two kernels' captures case by
@@ -47,7 +47,7 @@ func runDiff(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&profile, "profile", "", "model profile to generate every request as ("+btfmodel.KernelNames()+"; default: the profile each request names)")
 	fs.StringVar(&only, "only", "", "compare only these case ids (comma-separated exact ids and globs)")
 	fs.BoolVar(&all, "all", false, "list every case, not only the ones that differ")
-	out.register(fs, "text or json")
+	out.register(fs, "text, json or html")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, diffUsage)
 		fs.PrintDefaults()
@@ -56,7 +56,7 @@ func runDiff(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := out.check("text", "json"); err != nil {
+	if err := out.check("text", "json", "html"); err != nil {
 		return err
 	}
 	switch {
@@ -106,7 +106,7 @@ func diffModel(dir string, prof btfmodel.Kernel, sel *kernel.Only, all bool, out
 		model = fmt.Sprintf("model: %s (as the corpus's requests say)", strings.Join(requestProfiles(cases), ", "))
 	}
 	p := palette(out.colorful(stdout))
-	if out.format != "json" {
+	if out.format == "text" {
 		fmt.Fprintln(stdout, p.dim(model))
 	}
 	for i := range cases {
@@ -132,7 +132,7 @@ func diffModel(dir string, prof btfmodel.Kernel, sel *kernel.Only, all bool, out
 				res.Unmod++
 			}
 		}
-		if out.format == "json" || (d.Verdict == kernel.Match && !all) {
+		if out.format != "text" || (d.Verdict == kernel.Match && !all) {
 			continue
 		}
 		verdict := p.green(d.Verdict)
@@ -148,11 +148,16 @@ func diffModel(dir string, prof btfmodel.Kernel, sel *kernel.Only, all bool, out
 		}
 		fmt.Fprintln(stdout)
 	}
-	if out.format == "json" {
+	switch out.format {
+	case "json":
 		if err := writeJSON(stdout, res); err != nil {
 			return err
 		}
-	} else {
+	case "html":
+		if err := diffModelHTML(stdout, &res, model); err != nil {
+			return err
+		}
+	default:
 		fmt.Fprintf(stdout, "%d/%d byte-identical\n", res.Same, res.Images)
 		fmt.Fprintf(stdout, "%d/%d refusals with the kernel's reason", res.Agreed, res.Refused-res.Unmod)
 		if res.Unmod > 0 {
@@ -242,11 +247,16 @@ func diffKernels(dirA, dirB string, prof btfmodel.Kernel, sel *kernel.Only, all 
 			s.Release = rels[i]
 		}
 	}
-	if out.format == "json" {
+	switch out.format {
+	case "json":
 		if err := writeJSON(stdout, cmp); err != nil {
 			return err
 		}
-	} else {
+	case "html":
+		if err := comparisonHTML(stdout, cmp, all); err != nil {
+			return err
+		}
+	default:
 		writeComparison(stdout, cmp, all, palette(out.colorful(stdout)))
 	}
 	if !cmp.Agrees() {

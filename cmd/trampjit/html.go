@@ -1,0 +1,189 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/trampjit/trampjit/internal/view"
+	"github.com/trampjit/trampjit/kernel"
+)
+
+// compareHTML is `trampjit compare --format html`: the columns side by side, section by
+// section as the text form aligns them, and the summary table.
+func compareHTML(w io.Writer, res *compareJSON) error {
+	side := view.SideBySide{ID: "cmp", Heading: "side by side"}
+	// sectionGrid lays out strings; give it each instruction's index, and map them back.
+	cells := make([]map[string][]string, len(res.Columns))
+	for i, c := range res.Columns {
+		col := view.Column{Title: c.Title, Detail: c.Source, Refusal: c.Refusal}
+		if c.Refusal == "" {
+			col.Detail += fmt.Sprintf(", %d bytes", c.Size)
+		}
+		if c.Against != nil {
+			col.Detail += fmt.Sprintf("; marked where it differs from [%d] %s", *c.Against+1, res.Columns[*c.Against].Title)
+		}
+		if c.Note != "" {
+			col.Detail += " (" + c.Note + ")"
+		}
+		side.Columns = append(side.Columns, col)
+		cells[i] = map[string][]string{}
+		for k, in := range c.Insns {
+			cells[i][in.Section] = append(cells[i][in.Section], strconv.Itoa(k))
+		}
+	}
+	for _, name := range res.Sections {
+		sec := view.SideSection{Name: name}
+		for _, c := range res.Columns {
+			sec.Counts = append(sec.Counts, sectionCount(c, name))
+		}
+		for _, vals := range sectionGrid(res.Columns, cells, name, 0) {
+			row := make([]*view.Cell, len(vals))
+			for i, v := range vals {
+				if v == "" {
+					continue
+				}
+				k, _ := strconv.Atoi(v)
+				in := res.Columns[i].Insns[k]
+				row[i] = &view.Cell{Offset: in.Offset, Asm: in.Asm, Differs: in.Differs}
+				sec.Changed = sec.Changed || in.Differs
+			}
+			sec.Rows = append(sec.Rows, row)
+		}
+		side.Sections = append(side.Sections, sec)
+	}
+	// Sections without a difference stay open too when nothing is marked: there is
+	// nothing else to look at.
+	if !anyChanged(side.Sections) {
+		for i := range side.Sections {
+			side.Sections[i].Changed = true
+		}
+	}
+	tab := view.Table{Caption: "summary (instructions/bytes)", Head: []string{"section"}}
+	for _, c := range res.Columns {
+		tab.Head = append(tab.Head, c.Title)
+	}
+	for _, name := range res.Sections {
+		r := view.TableRow{Cells: []string{name}}
+		for _, c := range res.Columns {
+			r.Cells = append(r.Cells, summaryCount(c, name))
+		}
+		tab.Rows = append(tab.Rows, r)
+	}
+	total := view.TableRow{Cells: []string{"total"}}
+	for _, c := range res.Columns {
+		if c.Refusal != "" {
+			total.Cells = append(total.Cells, "refused")
+		} else {
+			total.Cells = append(total.Cells, fmt.Sprintf("%d/%d", len(c.Insns), c.Size))
+		}
+	}
+	tab.Rows = append(tab.Rows, total)
+	var titles []string
+	for _, c := range res.Columns {
+		titles = append(titles, c.Title)
+	}
+	p := view.Page{Title: "trampjit compare: " + strings.Join(titles, " | "), Sides: []view.SideBySide{side}, Tables: []view.Table{tab}}
+	if res.Function != "" {
+		p.Notes = []string{res.Function}
+	}
+	return p.Write(w)
+}
+
+func anyChanged(secs []view.SideSection) bool {
+	for _, s := range secs {
+		if s.Changed {
+			return true
+		}
+	}
+	return false
+}
+
+// insnCell is a diff row's instruction as a page cell.
+func insnCell(in *kernel.Insn, differs bool) *view.Cell {
+	if in == nil {
+		return nil
+	}
+	return &view.Cell{Offset: in.Offset, Asm: in.Asm, Differs: differs}
+}
+
+// comparisonHTML is `trampjit diff DIR_A DIR_B --format html`: each case that does not agree
+// (every case with all) as A | B, section by section, and the summary.
+func comparisonHTML(w io.Writer, cmp *kernel.Comparison, all bool) error {
+	p := view.Page{Title: fmt.Sprintf("trampjit diff: A %s | B %s", cmp.A.Dir, cmp.B.Dir)}
+	for _, s := range []struct {
+		name string
+		side *kernel.CorpusSide
+	}{{"A", &cmp.A}, {"B", &cmp.B}} {
+		p.Notes = append(p.Notes, fmt.Sprintf("%s: %s  %s, %s, requests of profile %s, %d cases", s.name, s.side.Dir,
+			firstNonEmpty(s.side.Release, "(release unknown)"), s.side.Arch, strings.Join(s.side.Profiles, ", "), s.side.Cases))
+	}
+	tab := view.Table{Caption: "cases", Head: []string{"case", "verdict", "first differing section", "A", "B"}}
+	for i := range cmp.Cases {
+		d := &cmp.Cases[i]
+		row := view.TableRow{Cells: []string{d.ID, d.Verdict.Text(), d.First, sideText(d.A), sideText(d.B)}, Bad: !d.Verdict.Agrees()}
+		tab.Rows = append(tab.Rows, row)
+		if d.Verdict.Agrees() && !all || len(d.Sections) == 0 {
+			continue
+		}
+		side := view.SideBySide{ID: fmt.Sprintf("case%d", i), Heading: d.ID + ": " + d.Verdict.Text(),
+			Columns: []view.Column{{Title: "A", Detail: sideText(d.A)}, {Title: "B", Detail: sideText(d.B)}}}
+		if d.FirstA != nil || d.FirstB != nil {
+			side.Notes = append(side.Notes, fmt.Sprintf("first difference: A %s, B %s", d.FirstA, d.FirstB))
+		}
+		if d.Note != "" {
+			side.Notes = append(side.Notes, d.Note)
+		}
+		for _, s := range d.Sections {
+			sec := view.SideSection{Name: s.Name, Changed: s.Changed}
+			na, nb := 0, 0
+			for _, r := range s.Rows {
+				sec.Rows = append(sec.Rows, []*view.Cell{insnCell(r.A, r.Differs), insnCell(r.B, r.Differs)})
+				if r.A != nil {
+					na++
+				}
+				if r.B != nil {
+					nb++
+				}
+			}
+			sec.Counts = []string{fmt.Sprintf("%d insns", na), fmt.Sprintf("%d insns", nb)}
+			side.Sections = append(side.Sections, sec)
+		}
+		p.Sides = append(p.Sides, side)
+	}
+	p.Tables = append(p.Tables, tab)
+	return p.Write(w)
+}
+
+func sideText(s *kernel.CaseSide) string {
+	switch {
+	case s == nil:
+		return "(no such case)"
+	case s.Refusal != "":
+		return "refused: " + s.Refusal
+	}
+	t := fmt.Sprintf("%d bytes", s.Size)
+	if s.Profile != "" {
+		t += ", sections of the " + s.Profile + " model"
+	}
+	return t
+}
+
+// diffModelHTML is `trampjit diff --corpus DIR --format html`: every case, the model beside
+// the kernel at the first difference.
+func diffModelHTML(w io.Writer, res *diffJSON, model string) error {
+	p := view.Page{Title: "trampjit diff: the model against " + res.Corpus, Notes: []string{model,
+		fmt.Sprintf("%d/%d byte-identical; %d/%d refusals with the kernel's reason", res.Same, res.Images, res.Agreed, res.Refused-res.Unmod)}}
+	tab := view.Table{Caption: "cases", Head: []string{"case", "verdict", "at", "model", "kernel", "note"}}
+	for _, d := range res.Cases {
+		at := ""
+		if d.Model != "" || d.Kernel != "" {
+			at = fmt.Sprintf("%#x", d.Offset)
+		}
+		tab.Rows = append(tab.Rows, view.TableRow{Cells: []string{d.ID, d.Verdict, at, d.Model, d.Kernel, d.Note},
+			Bad: d.Verdict != kernel.Match && d.Verdict != kernel.Unmodelled})
+	}
+	p.Tables = []view.Table{tab}
+	return p.Write(w)
+}
