@@ -180,7 +180,8 @@ func TestOrigStack(t *testing.T) {
 		tr.Flags |= jit.FlagOrigStack | jit.FlagShareIPModify
 		img := generate(t, tr)
 		matchMask(t, section(t, img, jit.SecCallOrig), "488b7de8 488b75f0 488b5d08 ffd3")
-		matchMask(t, section(t, img, jit.SecRetval), "488945f8 0f1f440000")
+		matchMask(t, section(t, img, jit.SecRetval), "488945f8")
+		matchMask(t, section(t, img, jit.SecIPAfterCall), "0f1f440000")
 	}
 }
 
@@ -288,8 +289,16 @@ func TestModRetBranches(t *testing.T) {
 			if jumps != n {
 				t.Errorf("%s: %d branches, want %d", k, jumps, n)
 			}
-			ret := section(t, img, jit.SecRetval)
-			checkNops(t, k, ret[9:]) // after the store and the NOP5
+			var pad []byte
+			for _, s := range img.Sections {
+				if s.Name == SecAlign {
+					pad = img.Code[s.Start:s.End]
+				}
+			}
+			if want := int(-(tImage + uint64(doFexit-len(pad))) & 15); len(pad) != want {
+				t.Errorf("%s %d fmod_ret: %d bytes of align, want %d", k, n, len(pad), want)
+			}
+			checkNops(t, k, pad)
 		}
 	}
 }
@@ -399,7 +408,8 @@ func ExampleBackend_Generate() {
 	// arg spill      0x15..0x1d
 	// tramp_enter    0x1d..0x2c
 	// call original  0x2c..0x39
-	// retval stash   0x39..0x42
+	// retval stash   0x39..0x3d
+	// ip_after_call  0x3d..0x42
 	// fexit 1        0x42..0x82
 	// tramp_exit     0x82..0x91
 	// epilogue       0x91..0xa0

@@ -1,7 +1,6 @@
 package amd64
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
 
@@ -168,15 +167,7 @@ func frameAccesses(img *jit.Image) []access {
 			off = end
 			continue
 		}
-		switch {
-		case bytes.HasPrefix(code, endbr64):
-			off += 4
-			continue
-		case bytes.HasPrefix(code, nops[11]):
-			off += 11
-			continue
-		}
-		in, err := x86asm.Decode(code, 64)
+		in, err := decode(code)
 		if err != nil {
 			off++
 			continue

@@ -144,7 +144,7 @@ func TestStructOpsImage612(t *testing.T) {
 	for _, s := range img.Sections {
 		names = append(names, s.Name)
 	}
-	if got := strings.Join(names, ","); got != "cfi,prologue,nr_args,arg spill,prog#1 implementing tcp_congestion_ops.ssthresh,epilogue" {
+	if got := strings.Join(names, ","); got != "cfi,prologue,nr_args,arg spill,struct_ops 1,epilogue" {
 		t.Errorf("sections %s", got)
 	}
 }

@@ -15,6 +15,10 @@ var _ jit.Backend = Backend{}
 // Arch returns btfmodel.AMD64.
 func (Backend) Arch() btfmodel.Arch { return btfmodel.AMD64 }
 
+// SecAlign is emit_align(16) before do_fexit, where the fmod_ret programs' jne lands: the
+// padding closes the fmod_ret step, after the original call.
+const SecAlign = "align"
+
 // smallImage holds an image of up to smallProgs programs and its annotations.
 type smallImage struct {
 	img    jit.Image
@@ -151,12 +155,13 @@ func (g *gen) emit() error {
 	var branches []int
 	for i := range t.ModRet {
 		r := &t.ModRet[i]
-		g.open(secName(jit.SecModRet, 1, r.Index))
 		if i == 0 {
+			g.open(jit.SecModRetInit)
 			branches = make([]int, 0, len(t.ModRet))
 			a.movImm32(false, RAX, 0) // the first program sees a zeroed return slot
 			a.store(-8, RAX)
 		}
+		g.open(secName(jit.SecModRet, 1, r.Index))
 		if err := g.invokeProg(r, true); err != nil {
 			return err
 		}
@@ -172,6 +177,7 @@ func (g *gen) emit() error {
 	}
 
 	if len(branches) > 0 {
+		g.open(SecAlign)
 		pos := uint64(a.off())
 		if g.p.alignImage {
 			pos += t.Image
@@ -266,7 +272,7 @@ func (g *gen) invokeProg(r *jit.ProgRef, saveRet bool) error {
 
 // callOrig reloads the arguments and calls the traced function's body, then stashes its
 // return value and, before per-program skip NOPs, leaves the NOP5 that im->ip_after_call
-// points at.
+// points at (its own section, ip_after_call).
 func (g *gen) callOrig() error {
 	t, a, l := g.t, &g.a, &g.l
 	g.open(jit.SecCallOrig)
@@ -287,7 +293,9 @@ func (g *gen) callOrig() error {
 	g.open(jit.SecRetval)
 	a.store(-8, RAX)
 	if !g.p.progNop {
-		a.nops(patchLen, g.p.nopMax) // im->ip_after_call
+		// im->ip_after_call points here: patched to jmp ip_epilogue when the image retires.
+		g.open(jit.SecIPAfterCall)
+		a.nops(patchLen, g.p.nopMax)
 	}
 	return nil
 }

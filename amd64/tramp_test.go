@@ -326,15 +326,21 @@ func matchMask(t *testing.T, code []byte, pattern string) {
 }
 
 // section returns the bytes of the named section.
+// section returns the bytes of every section named name, in order (a step may be split, as
+// "call original" is around "retval stash").
 func section(t *testing.T, img *jit.Image, name string) []byte {
 	t.Helper()
+	var b []byte
+	found := false
 	for _, s := range img.Sections {
 		if s.Name == name {
-			return img.Code[s.Start:s.End]
+			b, found = append(b, img.Code[s.Start:s.End]...), true
 		}
 	}
-	t.Fatalf("no section %q in %v", name, img.Sections)
-	return nil
+	if !found {
+		t.Fatalf("no section %q in %v", name, img.Sections)
+	}
+	return b
 }
 
 func mustHex(s string) []byte {

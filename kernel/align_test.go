@@ -54,7 +54,7 @@ func TestLabelSectionsSameBytes(t *testing.T) {
 // TestLabelSectionsOtherKernel labels 7.2 kernel images with the 6.12 model. From the two
 // gen listings of bpf_fentry_test1-fentry-fexit: 7.2's NOP5 before each program block has no
 // counterpart in 6.12's image, so it takes the section before it (tramp_enter for the one at
-// 0x28), while the one at 0x7a aligns with 6.12's ip_after_call NOP5 (retval stash).
+// 0x28), while the one at 0x7a aligns with 6.12's ip_after_call NOP5 (ip_after_call).
 func TestLabelSectionsOtherKernel(t *testing.T) {
 	c := findCase(t, readCommitted(t, "7.2-amd64"), "bpf_fentry_test1-fentry-fexit")
 	l, err := LabelSections(c, btfmodel.Kernel612)
@@ -65,7 +65,7 @@ func TestLabelSectionsOtherKernel(t *testing.T) {
 		t.Errorf("profile %s, note %q", l.Profile, l.Note)
 	}
 	want := map[int]string{0x0: "prologue", 0x23: "tramp_enter", 0x28: "tramp_enter", 0x2d: "fentry 1", 0x71: "call original",
-		0x76: "retval stash", 0x7a: "retval stash", 0x7f: "fexit 2", 0xbf: "tramp_exit", 0xd7: "epilogue"}
+		0x76: "retval stash", 0x7a: "ip_after_call", 0x7f: "fexit 2", 0xbf: "tramp_exit", 0xd7: "epilogue"}
 	for _, in := range l.Insns {
 		if s, ok := want[in.Offset]; ok {
 			if in.Section != s {

@@ -42,14 +42,14 @@ func ExampleCompareCorpora() {
 	fmt.Println("the kernels agree:", cmp.Agrees())
 	// Output:
 	// A 6.12.117+deb13-cloud-amd64, B 7.2.13+deb14-cloud-amd64
-	// bpf_fentry_test1-fentry-fexit: differs at +0x28 (fentry 1); sections fentry 1, retval stash, fexit 2, epilogue
+	// bpf_fentry_test1-fentry-fexit: differs at +0x28 (fentry 1); sections fentry 1, ip_after_call, fexit 2, epilogue
 	// bpf_fentry_test1-fentry: differs at +0x19 (fentry 1); sections fentry 1
-	// bpf_fentry_test1-fexit: differs at +0x92 (epilogue); sections retval stash, fexit 1, epilogue
+	// bpf_fentry_test1-fexit: differs at +0x92 (epilogue); sections ip_after_call, fexit 1, epilogue
 	// bpf_fentry_test1-fsession: only in B
 	// bpf_fentry_test1-fsession-sleepable: only in B
 	// epilogue changed in 2 cases
 	// fentry N changed in 2 cases
 	// fexit N changed in 2 cases
-	// retval stash changed in 2 cases
+	// ip_after_call changed in 2 cases
 	// the kernels agree: false
 }

@@ -35,7 +35,7 @@ func TestDiffKernels(t *testing.T) {
 		"... 9 identical (prologue, nr_args, arg spill, tramp_enter)",
 		"bpf_fentry_test1-fsession                               only in B",
 		"2 cases: differs 1, only in B 1",
-		"sections changed (cases): epilogue 1, fentry N 1, fexit N 1, retval stash 1",
+		"sections changed (cases): epilogue 1, fentry N 1, fexit N 1, ip_after_call 1",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
