@@ -119,3 +119,102 @@ func TestComments(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameObjdump decodes every golden image with GNU objdump and follows sp and s0 through
+// it on its own: each load, store and address taken from s0 or sp must be one of the
+// instructions the frame lists for the slot at that offset, and the frame lists no others.
+func TestFrameObjdump(t *testing.T) {
+	cases := append(append(jittest.Cases(btfmodel.RISCV64), Cases72()...), StructOpsCases()...)
+	n := 0
+	for _, c := range cases {
+		tr, img := generateCase(t, &c.Req)
+		f, err := Backend{}.Frame(tr, img)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		entry, _ := Backend{}.EntryOffset(tr)
+		ins := gnuDecode(t, img.Code[entry:], img.Base+uint64(entry))
+		const unknown = 1 << 30
+		reg := map[string]int{"sp": 16, "s0": unknown}
+		if tr.StructOps != nil {
+			reg["sp"] = 0
+		}
+		listed := map[[2]int]bool{} // {offset, 0 store / 1 load or address}
+		for _, s := range f.Slots {
+			for _, w := range s.Writers {
+				listed[[2]int{w, 0}] = true
+			}
+			for _, r := range s.Readers {
+				listed[[2]int{r, 1}] = true
+			}
+		}
+		seen := 0
+		check := func(at, off int, store bool, what string) {
+			k := [2]int{at, 1}
+			if store {
+				k[1] = 0
+			}
+			s := f.SlotAt(off)
+			if what == "address" && len(tr.Model.Args) == 0 && s != nil && s.Name == jit.SlotSavedFP {
+				// ctx of a function without arguments: ctx[0] would be frame 2's s0;
+				// the frame counts the pointer as a reader of ctx[-1]
+				s = f.SlotAt(off - 8)
+			}
+			ok := s != nil && listed[k]
+			if ok {
+				ok = false
+				for _, o := range append(append([]int{}, s.Writers...), s.Readers...) {
+					ok = ok || o == at
+				}
+			}
+			if !ok {
+				t.Errorf("%s +%#x: %s at s0%+d: not listed in the frame's slot there (%v)", c.Name, at, what, off, s)
+			}
+			seen++
+		}
+		for _, in := range ins {
+			at := in.off + entry
+			op := strings.TrimSuffix(strings.TrimPrefix(in.op, "c."), "sp")
+			a := in.args
+			switch {
+			case (op == "sd" || op == "sw" || op == "ld" || op == "lw") && len(a) == 2:
+				i := strings.Index(a[1], "(")
+				base := strings.TrimSuffix(a[1][i+1:], ")")
+				if v, ok := reg[base]; ok {
+					if v == unknown {
+						t.Errorf("%s +%#x: %s through %s before the frame is set up", c.Name, at, in.op, base)
+						continue
+					}
+					check(at, v+int(gnuNum(t, a[1][:i])), op[0] == 's', in.op)
+					if op[0] == 'l' {
+						if _, ok := reg[a[0]]; ok {
+							reg[a[0]] = unknown
+						}
+					}
+				}
+			case in.op == "addi" || in.op == "c.addi4spn" || in.op == "c.addi16sp":
+				rd, rs, imm := a[0], "", ""
+				switch len(a) {
+				case 3:
+					rs, imm = a[1], a[2]
+				case 2:
+					rs, imm = rd, a[1]
+				}
+				v, ok := reg[rs]
+				if !ok || v == unknown {
+					continue
+				}
+				if _, ok := reg[rd]; ok {
+					reg[rd] = v + int(gnuNum(t, imm))
+				} else {
+					check(at, v+int(gnuNum(t, imm)), false, "address")
+				}
+			}
+		}
+		if seen != len(listed) {
+			t.Errorf("%s: objdump finds %d frame accesses, the frame lists %d", c.Name, seen, len(listed))
+		}
+		n += seen
+	}
+	t.Logf("%d images, %d frame accesses read by objdump, each in the slot the frame lists it for", len(cases), n)
+}
