@@ -20,9 +20,10 @@ UCENV = if [ "$(UNICORN)" != system ] && [ -f "$(UCPC)/unicorn.pc" ]; then \
 	export CGO_LDFLAGS="-Wl,-rpath,$$(pkg-config --variable=libdir unicorn)"; fi;
 
 # Debian packages the build and the tests use: libunicorn for emu (cgo), qemu for the kernel
-# guests, binutils for both architectures as independent encoders, clang for BPF objects.
+# guests, binutils for both architectures as independent encoders, clang for BPF objects,
+# chromium to load the HTML pages headless (screenshot and DOM).
 DEBS := gcc libc6-dev pkg-config libunicorn-dev qemu-system-x86 qemu-system-arm qemu-system-misc opensbi \
-	binutils binutils-aarch64-linux-gnu binutils-riscv64-linux-gnu clang llvm xz-utils ca-certificates
+	binutils binutils-aarch64-linux-gnu binutils-riscv64-linux-gnu clang llvm xz-utils ca-certificates chromium
 
 .PHONY: all deps build demo test vet tidy nocgo bench golden fuzz kernels corpus clean
 
@@ -58,6 +59,15 @@ demo: build
 	bin/trampjit gen --btf testdata/kernel/6.12-arm64/vmlinux.btf.xz --func bpf_modify_return_test --fentry 1 --fmod-ret 1 --fexit 1 --arch arm64
 	@echo "== the same on riscv64 (6.12): compressed forms as the kernel picks them (c.addi16sp where an assembler writes c.addi)"
 	bin/trampjit gen --btf testdata/kernel/6.12-riscv64/vmlinux.btf.xz --kernel 6.12 --func bpf_modify_return_test --fentry 1 --fmod-ret 1 --fexit 1 --arch riscv64
+	@echo "== its stack frame on arm64: every slot, from the frame base and sp, and the instructions that write and read it"
+	bin/trampjit frame --btf testdata/kernel/6.12-arm64/vmlinux.btf.xz --func bpf_modify_return_test --fentry 1 --fmod-ret 1 --fexit 1 --arch arm64
+	@echo "== the same request as one HTML page per architecture (listing, frame diagram, slots linked to their instructions) and side by side"
+	@for a in amd64 arm64 riscv64; do bin/trampjit gen --btf testdata/kernel/6.12-$$a/vmlinux.btf.xz --kernel 6.12 --func bpf_modify_return_test \
+		--fentry 1 --fmod-ret 1 --fexit 1 --arch $$a --format html -o bin/demo-bpf_modify_return_test-$$a.html || exit 1; \
+		echo "wrote $(CURDIR)/bin/demo-bpf_modify_return_test-$$a.html"; done
+	@bin/trampjit compare --btf testdata/kernel/6.12-amd64/vmlinux.btf.xz --kernel 6.12 --func bpf_modify_return_test --fentry 1 --fmod-ret 1 --fexit 1 \
+		--format html > bin/demo-bpf_modify_return_test-compare.html.tmp && mv bin/demo-bpf_modify_return_test-compare.html.tmp bin/demo-bpf_modify_return_test-compare.html && \
+		echo "wrote $(CURDIR)/bin/demo-bpf_modify_return_test-compare.html (open it in a browser)"
 	@echo "== run it: under Unicorn on all three arches, and natively on x86_64 (fmod_ret returns 7: the original is skipped)"
 	bin/trampjit run --btf testdata/kernel/6.12-amd64/vmlinux.btf.xz --func bpf_modify_return_test --fentry 1 --fmod-ret 1 --fexit 1 --arch amd64 --args 1,0x1000 --ret-values 7
 	bin/trampjit run --btf testdata/kernel/6.12-arm64/vmlinux.btf.xz --func bpf_modify_return_test --fentry 1 --fmod-ret 1 --fexit 1 --arch arm64 --args 1,0x1000 --ret-values 7
@@ -75,7 +85,7 @@ vet:
 	@$(UCENV) $(GO) vet ./...
 
 test: deps vet tidy nocgo
-	@$(UCENV) $(GO) test -timeout $(TESTTIMEOUT) ./...
+	@$(UCENV) TRAMPJIT_REQUIRE_CHROMIUM=1 $(GO) test -timeout $(TESTTIMEOUT) ./...
 
 # go.mod and go.sum are what `go mod tidy` makes of them.
 tidy:

@@ -124,7 +124,11 @@ func (fv *FrameView) Text() string {
 		}
 	}
 	fmt.Fprintf(&b, "%8s %7s %5s  └%s┘ <- sp\n", hexOff(-fv.SPBase), "0", "", rule)
-	return b.String()
+	lines := strings.Split(b.String(), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " ")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // slotClass is the colour family of a slot, by what it holds.
