@@ -89,13 +89,13 @@ func slotsOf(p Profile, m *btfmodel.FuncModel, l StackLayout) []jit.Slot {
 		add(-8, jit.SlotRetAddr, "ra: the return into the ops table's caller")
 		add(-16, jit.SlotSavedFP, "the caller's s0")
 	} else {
-		add(8, SlotParentRA, "ra at entry: the traced function's return into its caller (frame 1)")
-		add(0, SlotParentFP, "the traced function's caller's s0 (frame 1)")
-		add(-8, jit.SlotRetAddr, "t0 at entry: the return into the traced function past its patch site (frame 2)")
-		add(-16, jit.SlotSavedFP, "s0 of frame 1 (frame 2)")
+		add(8, SlotParentRA, "ra at entry: the traced function's return into its caller; frame 1")
+		add(0, SlotParentFP, "the traced function's caller's s0; frame 1")
+		add(-8, jit.SlotRetAddr, "t0 at entry: the return into the traced function past its patch site; frame 2")
+		add(-16, jit.SlotSavedFP, "frame 1's s0; frame 2")
 	}
 	if l.SaveRet {
-		add(-(l.RetvalOff - 8), SlotRetvalR0, "a5 after a program or the original (regmap[BPF_REG_0])")
+		add(-(l.RetvalOff - 8), SlotRetvalR0, "a5, regmap[BPF_REG_0], after a program or the original")
 		add(-l.RetvalOff, jit.SlotRetval, "a0 after the original or an fmod_ret program; ctx["+itoa(l.NArgs)+"], read by fexit programs")
 	}
 	names := argSlotNames(m)
