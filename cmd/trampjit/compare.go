@@ -16,6 +16,7 @@ import (
 
 const compareUsage = `usage: trampjit compare (--btf FILE --func NAME | --proto '...' | --request FILE) --fentry N ...
                         [--arch amd64,arm64,riscv64] [--kernel P,Q] [--corpus DIR --case ID]
+       trampjit compare --corpus DIR --case ID [--arch ...] [--kernel ...]
                         [--format text|json|html]
 
 Generates one request for every listed architecture and profile (default: the three
@@ -23,7 +24,11 @@ architectures at the request's profile) and sets the listings side by side, sect
 section, with each section's instruction and byte counts. Where two columns are one
 architecture (two profiles, or the model and a corpus case's kernel image), the instructions
 that differ (modulo embedded addresses, aligned as 'trampjit diff DIR_A DIR_B' aligns them)
-are marked '*'. A request an architecture refuses gets the kernel's refusal instead.
+are marked '*'. A request an architecture refuses gets the kernel's refusal instead. With
+--corpus and --case alone, the request is the case's. Each instruction names the frame
+slots it writes ('<- ctx[0] a') or reads, as gen's listing does; --format json holds the
+columns and the aligned rows ("grid": per section, per row, each column's offset, bytes,
+asm, slots and differs mark).
 
 `
 
@@ -31,7 +36,8 @@ are marked '*'. A request an architecture refuses gets the kernel's refusal inst
 // column it is compared with.
 type compareInsn struct {
 	kernel.Insn
-	Differs bool `json:"differs,omitempty"`
+	Slots   []string `json:"slots,omitempty"` // the frame slots it writes ("<- ctx[0] a") or reads
+	Differs bool     `json:"differs,omitempty"`
 }
 
 // compareSection counts one section of a column.
@@ -63,6 +69,8 @@ type compareJSON struct {
 	Function string          `json:"function,omitempty"`
 	Columns  []compareColumn `json:"columns"`
 	Sections []string        `json:"sections"` // every column's sections, in emission order
+	// Grid is the listing side by side: per section, the rows the text output prints.
+	Grid []compareGridSection `json:"grid"`
 }
 
 func runCompare(args []string, stdout, stderr io.Writer) error {
@@ -103,7 +111,12 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	req, err := compareRequest(&rf, fs, arches[0], kernels)
+	var req *jit.Request
+	if corpusDir != "" && !requestGiven(fs) {
+		req, err = caseRequest(corpusDir, caseID)
+	} else {
+		req, err = compareRequest(&rf, fs, arches[0], kernels)
+	}
 	if err != nil {
 		return err
 	}
@@ -138,6 +151,10 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 		cols = append(cols, *kcol)
 	}
 	res := compareJSON{Function: fn, Columns: cols, Sections: markColumns(cols)}
+	if kcol != nil {
+		kernelSlots(res.Columns, len(res.Columns)-1)
+	}
+	res.Grid = compareGrid(&res)
 	if out.format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -209,6 +226,11 @@ func modelColumns(reqs []*jit.Request) ([]compareColumn, string, error) {
 				return nil, "", fmt.Errorf("%s %s: %w", r.Arch, r.Kernel, err)
 			}
 			col.setInsns(insns, len(img.Code))
+			slots, err := frameSlots(tr, img)
+			if err != nil {
+				return nil, "", fmt.Errorf("%s %s: frame: %w", r.Arch, r.Kernel, err)
+			}
+			col.setSlots(slots)
 		}
 		cols = append(cols, col)
 	}
@@ -250,15 +272,17 @@ func corpusColumn(dir, id string) (*compareColumn, *jit.Addrs, error) {
 
 func (c *compareColumn) setInsns(insns []kernel.Insn, size int) {
 	c.Size = size
+	at := map[string]int{} // a section that recurs (arm64's prologue around nr_args) is counted whole
 	for _, in := range insns {
 		c.Insns = append(c.Insns, compareInsn{Insn: in})
-		n := len(c.Sections)
-		if n == 0 || c.Sections[n-1].Name != in.Section {
+		k, ok := at[in.Section]
+		if !ok {
+			k = len(c.Sections)
+			at[in.Section] = k
 			c.Sections = append(c.Sections, compareSection{Name: in.Section})
-			n++
 		}
-		c.Sections[n-1].Insns++
-		c.Sections[n-1].Bytes += len(in.Bytes) / 2
+		c.Sections[k].Insns++
+		c.Sections[k].Bytes += len(in.Bytes) / 2
 	}
 }
 
@@ -366,19 +390,11 @@ func writeCompare(w io.Writer, res *compareJSON, p palette) error {
 		fmt.Fprintln(&b, line)
 	}
 	// Cells: every column's width is its widest instruction or section count.
-	cells := make([]map[string][]string, len(res.Columns))
 	width := make([]int, len(res.Columns))
 	for i, c := range res.Columns {
-		cells[i] = map[string][]string{}
 		width[i] = utf8.RuneCountInString(c.Title)
 		for _, in := range c.Insns {
-			mark := " "
-			if in.Differs {
-				mark = "*"
-			}
-			s := fmt.Sprintf("%s%4x  %s", mark, in.Offset, in.Asm)
-			cells[i][in.Section] = append(cells[i][in.Section], s)
-			width[i] = max(width[i], utf8.RuneCountInString(s))
+			width[i] = max(width[i], utf8.RuneCountInString(cellText(&in)))
 		}
 	}
 	const sep = "  │ "
@@ -402,16 +418,20 @@ func writeCompare(w io.Writer, res *compareJSON, p palette) error {
 	}
 	fmt.Fprintln(&b)
 	row(titles, func(_ int, s string) string { return p.bold(s) })
-	for _, name := range res.Sections {
+	for _, g := range res.Grid {
 		counts := make([]string, len(res.Columns))
-		n := 0
 		for i, c := range res.Columns {
-			counts[i] = sectionCount(c, name)
-			n = max(n, len(cells[i][name]))
+			counts[i] = sectionCount(c, g.Name)
 		}
-		fmt.Fprintln(&b, p.cyan("── "+name))
+		fmt.Fprintln(&b, p.cyan("── "+g.Name))
 		row(counts, func(_ int, s string) string { return p.dim(s) })
-		for _, vals := range sectionGrid(res.Columns, cells, name, n) {
+		for _, r := range g.Rows {
+			vals := make([]string, len(res.Columns))
+			for i, cell := range r.Cells {
+				if cell != nil {
+					vals[i] = cellText(&res.Columns[i].Insns[cell.Insn])
+				}
+			}
 			row(vals, func(_ int, s string) string {
 				if strings.HasPrefix(s, "*") {
 					return p.red(s)
@@ -483,54 +503,40 @@ func summaryCount(c compareColumn, name string) string {
 	return "-"
 }
 
-// sectionGrid lays out one section's cells in rows: a column compared with another takes the
-// rows of the instructions it is aligned with, and an instruction only it has gets a row of
-// its own after the previous one; any other column fills the rows in order.
-func sectionGrid(cols []compareColumn, cells []map[string][]string, name string, n int) [][]string {
-	var grid [][]string
-	pos := make([][]int, len(cols)) // pos[col][k]: the row of the column's k-th instruction
-	insert := func(at int) {
-		grid = append(grid, nil)
-		copy(grid[at+1:], grid[at:])
-		grid[at] = make([]string, len(cols))
-		for c := range pos {
-			for k := range pos[c] {
-				if pos[c][k] >= at {
-					pos[c][k]++
+// cellText is an instruction as its column prints it: the mark, offset, asm and slots.
+func cellText(in *compareInsn) string {
+	mark := " "
+	if in.Differs {
+		mark = "*"
+	}
+	s := fmt.Sprintf("%s%4x  %s", mark, in.Offset, in.Asm)
+	if len(in.Slots) > 0 {
+		s += "  ; " + strings.Join(in.Slots, ", ")
+	}
+	return s
+}
+
+// sectionGrid is sectionRows with each column's cells of the section (cells[col][name], in
+// the column's order) in place of instruction indices; "" where a column has none.
+func sectionGrid(cols []compareColumn, cells []map[string][]string, name string, _ int) [][]string {
+	var out [][]string
+	for _, r := range sectionRows(cols, name) {
+		vals := make([]string, len(cols))
+		for c, i := range r {
+			if i < 0 {
+				continue
+			}
+			k := 0 // the instruction's place among its column's in this section
+			for j := 0; j < i; j++ {
+				if cols[c].Insns[j].Section == name {
+					k++
 				}
 			}
+			if k < len(cells[c][name]) {
+				vals[c] = cells[c][name][k]
+			}
 		}
+		out = append(out, vals)
 	}
-	for c, col := range cols {
-		mine := cells[c][name]
-		if col.Against == nil || len(pos[*col.Against]) != len(cells[*col.Against][name]) {
-			for k := range mine {
-				if k == len(grid) {
-					insert(k)
-				}
-				grid[k][c] = mine[k]
-				pos[c] = append(pos[c], k)
-			}
-			continue
-		}
-		ref := *col.Against
-		ka, kb, last := 0, 0, -1
-		for _, r := range col.aligned[name] {
-			at := last + 1
-			if r.A != nil {
-				at = pos[ref][ka]
-				ka++
-			} else {
-				insert(at)
-			}
-			if r.B != nil && kb < len(mine) {
-				grid[at][c] = mine[kb]
-				pos[c] = append(pos[c], at)
-				kb++
-			}
-			last = at
-		}
-	}
-	_ = n
-	return grid
+	return out
 }
