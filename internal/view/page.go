@@ -137,13 +137,31 @@ func (im *Image) Sections() []sectionView {
 	return out
 }
 
+// BytesW is the width of the bytes column in characters: the longest instruction's.
+func (im *Image) BytesW() int {
+	w := 2
+	for _, l := range im.Lines {
+		w = max(w, len(l.Bytes)*3/2)
+	}
+	return w
+}
+
 // relocComment is a line's comment without the slot names AnnotateSlots appended to it.
 func relocComment(l jit.Line) string {
 	if len(l.Slots) == 0 {
 		return l.Comment
 	}
-	c := strings.TrimSuffix(l.Comment, strings.Join(l.Slots, ", "))
-	return strings.TrimSuffix(c, "; ")
+	// The comment is "relocation; slots; operand note", any part absent.
+	c, j := l.Comment, strings.Join(l.Slots, ", ")
+	switch {
+	case c == j:
+		return ""
+	case strings.HasPrefix(c, j+"; "):
+		return c[len(j)+2:]
+	case strings.Contains(c, "; "+j+"; "):
+		return strings.Replace(c, "; "+j+"; ", "; ", 1)
+	}
+	return strings.TrimSuffix(c, "; "+j)
 }
 
 func spaced(h string) string {
@@ -209,10 +227,11 @@ summary .counts{color:#777;font-weight:normal}
 table{border-collapse:collapse;font-family:monospace;font-size:13px}
 td,th{padding:1px 8px;vertical-align:top;text-align:left}
 th{background:#eef3f6}
-.listing{table-layout:fixed;width:90em}
-.listing td.asm{width:34em}
-.listing td.off{color:#888;text-align:right;width:3em}
-.listing td.bytes{color:#999;width:22em;overflow:hidden}
+.listing{table-layout:fixed}
+.listing td.asm{width:44ch;overflow-wrap:anywhere}
+.listing td.cmt{width:60ch}
+.listing td.off{color:#888;text-align:right;width:4ch}
+.listing td.bytes{color:#999;overflow:hidden}
 .mnem{color:#8b008b;font-weight:bold}
 .ops{color:#111}
 .cmt{color:#2a7a2a}
@@ -220,7 +239,8 @@ a.slot{color:#b35900;text-decoration:none;border-bottom:1px dotted #b35900;margi
 a.slot.w::before{content:"\2190 ";color:#c00}
 .missing{color:#a00;font-weight:bold}
 tr:target,tr.hl,td.hl{background:#fff3b0}
-.side td{border-left:1px solid #ddd}
+table.side{table-layout:fixed;width:100%}
+.side td{border-left:1px solid #ddd;overflow-wrap:anywhere}
 .side td.differs{background:#ffe0e0;color:#900}
 .refused{color:#a00}
 tr.bad td{color:#900}
@@ -254,7 +274,7 @@ svg .slot.hl rect{stroke:#d00;stroke-width:3}
 {{define "listing"}}<h3>listing</h3>
 {{range .Sections}}<details open class="section" data-section="{{.Name}}"><summary>&lt;{{.Name}}&gt; <span class="counts">{{.Insns}} insns, {{.Bytes}} bytes</span></summary>
 <table class="listing">
-{{range .Lines}}<tr id="{{.Key}}"><td class="off">{{.Off}}</td><td class="bytes">{{.Bytes}}</td><td class="asm"><span class="mnem">{{.Mnem}}</span> <span class="ops">{{.Operands}}</span></td><td class="cmt">{{if .Comment}}; {{.Comment}} {{end}}{{range .Slots}}{{if .Key}}<a class="slot{{if .Write}} w{{end}}" href="#{{.Key}}" data-slot="{{.Key}}">{{.Name}}</a>{{else}}<span class="slot">{{.Name}}</span>{{end}}{{end}}</td></tr>
+{{range .Lines}}<tr id="{{.Key}}"><td class="off">{{.Off}}</td><td class="bytes" style="width:{{$.BytesW}}ch">{{.Bytes}}</td><td class="asm"><span class="mnem">{{.Mnem}}</span> <span class="ops">{{.Operands}}</span></td><td class="cmt">{{if .Comment}}; {{.Comment}} {{end}}{{range .Slots}}{{if .Key}}<a class="slot{{if .Write}} w{{end}}" href="#{{.Key}}" data-slot="{{.Key}}">{{.Name}}</a>{{else}}<span class="slot">{{.Name}}</span>{{end}}{{end}}</td></tr>
 {{end}}</table></details>
 {{end}}{{end}}
 {{define "frame"}}<h3>frame</h3>
