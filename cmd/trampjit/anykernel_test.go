@@ -7,10 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf/btf"
+
+	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/kernel"
 	"github.com/trampjit/trampjit/kernel/vm"
 )
@@ -50,6 +54,19 @@ type anyKernel struct {
 	// flaky says why the kernel runs only with -anykernel all (make anykernel).
 	flaky string
 	cases []anyCase
+	// tables are struct_ops tables captured whole (--only struct_ops-<ops>-*): every
+	// function-pointer member of the kernel's own BTF, listed in the profile's catalogue
+	// or not, must be byte-identical to the model or refused for the model's reason.
+	tables []anyTable
+}
+
+// anyTable is one whole struct_ops table and what the kernel's BTF has that the profile's has not.
+type anyTable struct {
+	ops string
+	// members the kernel has that the profile's catalogue does not, and the reverse
+	added, gone []string
+	// refused are the members the kernel refuses, with its words
+	refused map[string]string
 }
 
 // The kinds the catalogue covers, a case each: fentry+fexit, fmod_ret, LSM (int and void),
@@ -111,7 +128,18 @@ var anyKernels = []anyKernel{
 			// model, given 7.3's BTF, refuses it for the same reason ("not found in BTF").
 			{id: "__bpf_sk_lookup-fentry-fexit-func-ip", model: kernel.Match, modelNote: "no BTF FUNC for the target", build: true,
 				kernel: kernel.RefusedByA, why: "__bpf_sk_lookup has no BTF FUNC in 7.3.4 (inlined)"},
-		}},
+		},
+		// 7.3 renames sched_ext_ops_cid's cgroup_* callbacks cpuctl_* and adds the
+		// sub-scheduler capability callbacks and init_cids; set_cmask and sub_caps_updated
+		// take a cid mask in an arena (their CFI stubs' __arena parameters), so a program
+		// without an arena map is refused at load.
+		tables: []anyTable{{ops: "sched_ext_ops_cid",
+			added: []string{"cpuctl_init", "cpuctl_set_bandwidth", "sub_caps_updated", "sub_ecaps_updated", "init_cids"},
+			gone:  []string{"cgroup_init", "cgroup_set_bandwidth"},
+			refused: map[string]string{
+				"set_cmask":        "arena argument of set_cmask requires a program with an associated arena",
+				"sub_caps_updated": "arena argument of sub_caps_updated requires a program with an associated arena",
+			}}}},
 }
 
 func (k anyKernel) ids() string {
@@ -120,6 +148,15 @@ func (k anyKernel) ids() string {
 		s = append(s, c.id)
 	}
 	return strings.Join(s, ",")
+}
+
+// only is what the capture selects: the cases and the tables.
+func (k anyKernel) only() string {
+	s := k.ids()
+	for _, t := range k.tables {
+		s += ",struct_ops-" + t.ops + "-*"
+	}
+	return s
 }
 
 // TestAnyKernel fetches each kernel with `kernel fetch --debian`, captures its cases through
@@ -170,7 +207,7 @@ func testAnyKernel(t *testing.T, k anyKernel) {
 	var panics []string
 	for attempt := 1; ; attempt++ {
 		code, out, errOut = trampjit("kernel", "capture", "--vmlinuz", img.Path, "--config", img.Config,
-			"--only", k.ids(), "-o", dir, "--color", "never")
+			"--only", k.only(), "-o", dir, "--color", "never")
 		where := guestPanic(dir, code, errOut)
 		if where == "" {
 			break
@@ -259,7 +296,86 @@ func testAnyKernel(t *testing.T, k anyKernel) {
 		counts["model "+m.Verdict]++
 		counts["corpus "+string(o.Verdict)]++
 	}
+	for _, tb := range k.tables {
+		checkAnyTable(t, dir, k, tb, model)
+	}
 	t.Logf("%s: %v in %.1fs", k.name, counts, time.Since(t0).Seconds())
+}
+
+// checkAnyTable checks a whole struct_ops table of the capture: its cases are the
+// function-pointer members of the kernel's own BTF (vmlinux.btf.xz), and each is
+// byte-identical to the model or refused for the model's reason, the listed ones in the
+// kernel's words.
+func checkAnyTable(t *testing.T, dir string, k anyKernel, tb anyTable, model map[string]kernel.DiffResult) {
+	t.Helper()
+	spec, err := btfmodel.LoadFile(filepath.Join(dir, "vmlinux.btf.xz"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st *btf.Struct
+	if err := spec.TypeByName(tb.ops, &st); err != nil {
+		t.Fatalf("%s: %v", tb.ops, err)
+	}
+	var want []string
+	for _, m := range st.Members {
+		if p, ok := btf.UnderlyingType(m.Type).(*btf.Pointer); ok {
+			if _, ok := btf.UnderlyingType(p.Target).(*btf.FuncProto); ok {
+				want = append(want, m.Name)
+			}
+		}
+	}
+	cases, err := kernel.ReadCorpus(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "struct_ops-" + tb.ops + "-"
+	var got []string
+	images, refusals := 0, 0
+	for _, c := range cases {
+		member, ok := strings.CutPrefix(c.ID, prefix)
+		if !ok {
+			continue
+		}
+		got = append(got, member)
+		d, ok := model[c.ID]
+		switch {
+		case !ok:
+			t.Errorf("%s: not in diff --corpus", c.ID)
+		case d.Verdict != kernel.Match:
+			t.Errorf("%s: against the %s model: %s (%s)", c.ID, k.profile, d.Verdict, d.Note)
+		}
+		if c.Error == "" {
+			images++
+			continue
+		}
+		refusals++
+		if words, ok := tb.refused[member]; !ok || !strings.Contains(c.Error, words) {
+			t.Errorf("%s: refused (%s %s), want %q", c.ID, c.Errno, c.Error, words)
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("%s: captured members\n%v\nwant the kernel's BTF's, in index order\n%v", tb.ops, got, want)
+	}
+	listed := map[string]bool{}
+	for _, c := range kernel.StructOpsCatalog(k.profile, "amd64") {
+		if m, ok := strings.CutPrefix(c.ID, prefix); ok {
+			listed[m] = true
+		}
+	}
+	for _, m := range tb.added {
+		if listed[m] || !slices.Contains(got, m) {
+			t.Errorf("%s.%s: in the catalogue %v, captured %v; want captured though the %s catalogue does not list it", tb.ops, m, listed[m], slices.Contains(got, m), k.profile)
+		}
+	}
+	for _, m := range tb.gone {
+		if !listed[m] || slices.Contains(got, m) {
+			t.Errorf("%s.%s: in the catalogue %v, captured %v; want only in the catalogue", tb.ops, m, listed[m], slices.Contains(got, m))
+		}
+	}
+	if refusals != len(tb.refused) {
+		t.Errorf("%s: %d refusals, want %d (%v)", tb.ops, refusals, len(tb.refused), tb.refused)
+	}
+	t.Logf("%s: %s whole: %d members, %d images byte-identical, %d refusals as the model's", k.name, tb.ops, len(got), images, refusals)
 }
 
 // guestPanic returns the panic line of a capture whose guest's kernel panicked ("" if none):
