@@ -37,7 +37,7 @@ func TestBuildListing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(lines) != 3 || lines[0].Section != "prologue" || lines[1].Asm != "call bpf_func#1" || lines[2].Comment != "= im" || lines[2].Section != "prog call 1" {
+	if len(lines) != 3 || lines[0].Section != "prologue" || lines[1].Asm != "call bpf_func#1" || lines[2].Comment != "= im" || lines[2].Section != "fentry 1" {
 		t.Fatalf("lines = %+v", lines)
 	}
 	var buf bytes.Buffer
@@ -45,7 +45,7 @@ func TestBuildListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	if strings.Count(out, "<prog call 1>") != 1 || !strings.Contains(out, "; = im") || strings.Contains(out, "\x1b") {
+	if strings.Count(out, "<fentry 1>") != 1 || !strings.Contains(out, "; = im") || strings.Contains(out, "\x1b") {
 		t.Errorf("listing:\n%s", out)
 	}
 }
