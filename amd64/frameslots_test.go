@@ -49,37 +49,8 @@ func TestFrameSlotsOverImages(t *testing.T) {
 	if err != nil {
 		t.Skip("GNU objdump not installed")
 	}
-	var cases []frameCase
-	for _, c := range jittest.Cases(btfmodel.AMD64) {
-		tr, img, err := jit.Generate(&c.Req)
-		if err != nil {
-			t.Fatalf("%s: %v", c.Name, err)
-		}
-		cases = append(cases, frameCase{"golden " + c.Name, tr, img})
-	}
-	dirs, _ := filepath.Glob(filepath.Join("..", "testdata", "kernel", "*-amd64"))
+	cases := imageCases(t)
 	perProfile := map[string][2]int{} // images, slots
-	for _, dir := range dirs {
-		cc, err := kernel.ReadCorpus(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range cc {
-			if c.Image == "" || c.Request == nil {
-				continue
-			}
-			tr, img, err := jit.Generate(c.Request)
-			if err != nil {
-				continue // a refusal; kernel's corpus tests judge it
-			}
-			code, err := hex.DecodeString(c.Image)
-			if err != nil {
-				t.Fatal(err)
-			}
-			img.Code = code // the kernel's bytes, which the model's must equal
-			cases = append(cases, frameCase{filepath.Base(dir) + " " + c.ID, tr, img})
-		}
-	}
 	insns := objdumpAll(t, objdump, cases)
 	accesses, slots := 0, 0
 	for i, c := range cases {
@@ -107,6 +78,44 @@ func TestFrameSlotsOverImages(t *testing.T) {
 		t.Logf("%s corpus: %d images, %d slots", k, perProfile[k][0], perProfile[k][1])
 	}
 	t.Logf("%d images, %d slots, %d rbp-relative operands checked against objdump", len(cases), slots, accesses)
+}
+
+// imageCases are every golden case and every captured image of every amd64 corpus, the
+// kernel's bytes with the model's annotations (the two are byte-identical, TestCaptures and
+// kernel's corpus tests say).
+func imageCases(t *testing.T) []frameCase {
+	t.Helper()
+	var cases []frameCase
+	for _, c := range jittest.Cases(btfmodel.AMD64) {
+		tr, img, err := jit.Generate(&c.Req)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		cases = append(cases, frameCase{"golden " + c.Name, tr, img})
+	}
+	dirs, _ := filepath.Glob(filepath.Join("..", "testdata", "kernel", "*-amd64"))
+	for _, dir := range dirs {
+		cc, err := kernel.ReadCorpus(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cc {
+			if c.Image == "" || c.Request == nil {
+				continue
+			}
+			tr, img, err := jit.Generate(c.Request)
+			if err != nil {
+				continue // a refusal; kernel's corpus tests judge it
+			}
+			code, err := hex.DecodeString(c.Image)
+			if err != nil {
+				t.Fatal(err)
+			}
+			img.Code = code // the kernel's bytes, which the model's must equal
+			cases = append(cases, frameCase{filepath.Base(dir) + " " + c.ID, tr, img})
+		}
+	}
+	return cases
 }
 
 // odInsn is one instruction as objdump prints it.
@@ -143,12 +152,13 @@ func objdumpAll(t *testing.T, objdump string, cases []frameCase) [][]odInsn {
 		off, _ := strconv.ParseInt(m[1], 16, 64)
 		i := sort.SearchInts(starts, int(off)+1) - 1
 		mn, ops := m[2], m[3]
-		if mn == "ds" || mn == "cs" || mn == "data16" || mn == "rex.W" || mn == "notrack" || mn == "bnd" {
+		for mn == "ds" || mn == "cs" || mn == "data16" || mn == "rex.W" || mn == "notrack" || mn == "bnd" {
 			// A prefix printed as a word: the mnemonic follows.
 			f := strings.Fields(ops)
-			if len(f) > 0 {
-				mn, ops = f[0], strings.Join(f[1:], " ")
+			if len(f) == 0 {
+				break
 			}
+			mn, ops = f[0], strings.Join(f[1:], " ")
 		}
 		res[i] = append(res[i], odInsn{int(off) - starts[i], mn, ops})
 	}
