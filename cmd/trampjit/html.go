@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/trampjit/trampjit/internal/view"
@@ -14,9 +13,7 @@ import (
 // section as the text form aligns them, and the summary table.
 func compareHTML(w io.Writer, res *compareJSON) error {
 	side := view.SideBySide{ID: "cmp", Heading: "side by side"}
-	// sectionGrid lays out strings; give it each instruction's index, and map them back.
-	cells := make([]map[string][]string, len(res.Columns))
-	for i, c := range res.Columns {
+	for _, c := range res.Columns {
 		col := view.Column{Title: c.Title, Detail: c.Source, Refusal: c.Refusal}
 		if c.Refusal == "" {
 			col.Detail += fmt.Sprintf(", %d bytes", c.Size)
@@ -28,26 +25,25 @@ func compareHTML(w io.Writer, res *compareJSON) error {
 			col.Detail += " (" + c.Note + ")"
 		}
 		side.Columns = append(side.Columns, col)
-		cells[i] = map[string][]string{}
-		for k, in := range c.Insns {
-			cells[i][in.Section] = append(cells[i][in.Section], strconv.Itoa(k))
-		}
 	}
-	for _, name := range res.Sections {
-		sec := view.SideSection{Name: name}
-		for _, c := range res.Columns {
-			sec.Counts = append(sec.Counts, sectionCount(c, name))
+	for _, g := range res.Grid {
+		sec := view.SideSection{Name: g.Name, Changed: g.Differs}
+		for i, c := range res.Columns {
+			n := "(none)"
+			switch {
+			case c.Refusal != "":
+				n = "(refused)"
+			case i < len(g.Counts) && g.Counts[i] != nil:
+				n = fmt.Sprintf("%d insns, %d bytes", g.Counts[i].Insns, g.Counts[i].Bytes)
+			}
+			sec.Counts = append(sec.Counts, n)
 		}
-		for _, vals := range sectionGrid(res.Columns, cells, name, 0) {
-			row := make([]*view.Cell, len(vals))
-			for i, v := range vals {
-				if v == "" {
-					continue
+		for _, r := range g.Rows {
+			row := make([]*view.Cell, len(r.Cells))
+			for i, c := range r.Cells {
+				if c != nil {
+					row[i] = &view.Cell{Offset: c.Offset, Asm: c.Asm, Slots: c.Slots, Differs: c.Differs}
 				}
-				k, _ := strconv.Atoi(v)
-				in := res.Columns[i].Insns[k]
-				row[i] = &view.Cell{Offset: in.Offset, Asm: in.Asm, Differs: in.Differs}
-				sec.Changed = sec.Changed || in.Differs
 			}
 			sec.Rows = append(sec.Rows, row)
 		}

@@ -125,8 +125,16 @@ func TestHTMLPagesInChromium(t *testing.T) {
 		path := htmlPage(t, 0, args...)
 		viewtest.CheckScreenshot(t, bin, path)
 		dom := viewtest.LoadDOM(t, bin, path)
-		if got := viewtest.SectionNames(dom); strings.Join(got, "|") != strings.Join(res.Sections, "|") {
-			t.Errorf("sections %q, compare's %q", got, res.Sections)
+		var grid []string
+		for _, g := range res.Grid {
+			grid = append(grid, g.Name)
+		}
+		if got := viewtest.SectionNames(dom); len(grid) == 0 || strings.Join(got, "|") != strings.Join(grid, "|") {
+			t.Errorf("sections %q, compare's %q", got, grid)
+		}
+		slots := dom.All("span", func(n *html.Node) bool { return headless.HasClass(n, "cslot") })
+		if want := countSlots(res); len(slots) != want || want == 0 {
+			t.Errorf("%d slot names in the cells, compare names %d", len(slots), want)
 		}
 		marked, differs := 0, 0
 		for _, c := range res.Columns {
@@ -234,4 +242,19 @@ func before(dom *headless.DOM, a, b *html.Node) bool {
 		}
 	}
 	return false
+}
+
+// countSlots counts the slot names compare's grid gives its cells.
+func countSlots(res compareJSON) int {
+	n := 0
+	for _, g := range res.Grid {
+		for _, r := range g.Rows {
+			for _, c := range r.Cells {
+				if c != nil {
+					n += len(c.Slots)
+				}
+			}
+		}
+	}
+	return n
 }

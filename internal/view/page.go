@@ -62,6 +62,7 @@ type SideSection struct {
 type Cell struct {
 	Offset  int
 	Asm     string
+	Slots   []string // the frame slots it writes ("<- ctx[0] a") or reads
 	Differs bool
 }
 
@@ -243,6 +244,7 @@ table.side{table-layout:fixed;width:100%}
 .side td{border-left:1px solid #ddd;overflow-wrap:anywhere}
 .side td.differs{background:#ffe0e0;color:#900}
 .refused{color:#a00}
+.cslot{color:#b35900;font-size:11px}
 tr.bad td{color:#900}
 svg .slot.hl rect{stroke:#d00;stroke-width:3}
 </style></head>
@@ -294,7 +296,7 @@ svg .slot.hl rect{stroke:#d00;stroke-width:3}
 {{range .Sections}}<details {{if .Changed}}open {{end}}class="section" data-section="{{.Name}}"><summary>&lt;{{.Name}}&gt;{{if .Changed}} <span class="counts">differs</span>{{end}}</summary>
 <table class="side"><tr>{{range $cols}}<th>{{.Title}}</th>{{end}}</tr>
 <tr>{{range .Counts}}<td class="counts">{{.}}</td>{{end}}</tr>
-{{range .Rows}}<tr>{{range .}}{{if .}}<td class="insn{{if .Differs}} differs{{end}}">{{if .Differs}}* {{end}}{{.Hex}}  {{.Asm}}</td>{{else}}<td></td>{{end}}{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}{{if .}}<td class="insn{{if .Differs}} differs{{end}}">{{if .Differs}}* {{end}}{{.Hex}}  {{.Asm}}{{range .Slots}} <span class="cslot">{{.}}</span>{{end}}</td>{{else}}<td></td>{{end}}{{end}}</tr>
 {{end}}</table></details>
 {{end}}</section>
 {{end}}
