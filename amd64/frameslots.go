@@ -74,25 +74,25 @@ func (l StackLayout) frame(m *btfmodel.FuncModel, k btfmodel.Kernel) *jit.Frame 
 	}
 	switch {
 	case l.Indirect:
-		add(8, jit.SlotRetAddr, "into the ops table's caller; the final ret (or the return thunk) returns through it")
+		add(8, jit.SlotRetAddr, "into the ops table's caller; the final ret or the return thunk returns through it")
 	case l.StackArgsOff == 0x10:
-		add(8, jit.SlotRetAddr, "into the traced function's caller (entered by jmp); the final ret returns through it")
+		add(8, jit.SlotRetAddr, "into the traced function's caller, the image being entered by jmp; the final ret returns through it")
 	default:
-		add(16, SlotParentRet, "the traced function's return into its caller: the image returns through it with SKIP_FRAME (add rsp, 8), else the traced function does")
-		add(8, jit.SlotRetAddr, "pushed by the patched call: the traced function just past it; ORIG_STACK calls through it, the final ret returns to it unless SKIP_FRAME skips it (add rsp, 8)")
+		add(16, SlotParentRet, "the traced function's return into its caller: the image returns through it with SKIP_FRAME, else the traced function does")
+		add(8, jit.SlotRetAddr, "pushed by the patched call: the traced function just past it; ORIG_STACK calls through it; the final ret returns to it unless SKIP_FRAME steps over it with add rsp, 8")
 	}
-	add(0, jit.SlotSavedFP, "push rbp / leave")
+	add(0, jit.SlotSavedFP, "push rbp, leave")
 	if l.SaveRet {
-		add(-8, jit.SlotRetval, "fexit programs read it as ctx[nr_args] (bpf_get_func_ret); the epilogue returns it in rax")
+		add(-8, jit.SlotRetval, "fexit programs read it as ctx[nr_args], bpf_get_func_ret; the epilogue returns it in rax")
 	}
 	for i := l.NrRegs - 1; i >= 0; i-- {
-		add(-(l.RegsOff - 8*i), names[i], "the programs read it through ctx (rdi = &ctx[0])")
+		add(-(l.RegsOff - 8*i), names[i], "the programs read it through ctx: rdi = &ctx[0]")
 	}
 	nr := jit.SlotNrArgs
 	if k.Has(btfmodel.CapFsession) {
 		nr = SlotFuncMeta
 	}
-	add(-l.NregsOff, nr, "ctx[-1]: bpf_get_func_arg_cnt and the inlined arg/ret helpers read it")
+	add(-l.NregsOff, nr, "ctx[-1]: bpf_get_func_arg_cnt and the inlined arg and ret helpers read it")
 	if l.IPOff != l.NregsOff {
 		add(-l.IPOff, jit.SlotIP, "ctx[-2]: bpf_get_func_ip reads it; the traced function's address")
 	}
@@ -102,7 +102,7 @@ func (l StackLayout) frame(m *btfmodel.FuncModel, k btfmodel.Kernel) *jit.Frame 
 	if !l.RBXPushed {
 		add(-l.RBXOff, "saved rbx", "")
 	}
-	add(-(l.RunCtxOff - 8), jit.SlotRunCtxSaved, "written by __bpf_prog_enter* (bpf_set_run_ctx) and read by __bpf_prog_exit* (bpf_reset_run_ctx) through the run_ctx pointer")
+	add(-(l.RunCtxOff - 8), jit.SlotRunCtxSaved, "written by __bpf_prog_enter* in bpf_set_run_ctx and read by __bpf_prog_exit* in bpf_reset_run_ctx, through the run_ctx pointer")
 	add(-l.RunCtxOff, jit.SlotRunCtxCook, "struct bpf_tramp_run_ctx starts here: its address goes to the enter/exit helpers; bpf_get_attach_cookie reads the cookie")
 	top := l.RunCtxOff + 8*l.StackSlots // outgoing copies end here; the pad is above them
 	if l.ArgStackOff > l.RunCtxOff && l.ArgStackOff > top {
