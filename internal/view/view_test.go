@@ -137,3 +137,19 @@ func TestPageInChromium(t *testing.T) {
 	}
 	viewtest.CheckSlotLinks(t, dom, "img", fv)
 }
+
+// TestBlankPageIsBlank makes sure the screenshot check can fail: an empty page has no ink.
+func TestBlankPageIsBlank(t *testing.T) {
+	bin := headless.Chromium(t)
+	path := filepath.Join(t.TempDir(), "blank.html")
+	if err := os.WriteFile(path, []byte("<!DOCTYPE html><html><body></body></html>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	img, err := headless.Screenshot(bin, path, 400, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ink, colours := headless.Ink(img, 64); ink != 0 || colours != 1 {
+		t.Errorf("a blank page: %d pixels of ink, %d colours; want 0 and 1", ink, colours)
+	}
+}
