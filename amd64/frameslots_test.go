@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,7 +63,7 @@ func TestFrameSlotsOverImages(t *testing.T) {
 		}
 		accesses += checkFrame(t, c, f, insns[i])
 		slots += len(f.Slots)
-		if !strings.HasPrefix(c.name, "golden") {
+		if strings.HasPrefix(c.name, c.img.Kernel+"-amd64 ") { // a corpus image
 			n := perProfile[c.img.Kernel]
 			perProfile[c.img.Kernel] = [2]int{n[0] + 1, n[1] + len(f.Slots)}
 		}
@@ -93,6 +95,7 @@ func imageCases(t *testing.T) []frameCase {
 		}
 		cases = append(cases, frameCase{"golden " + c.Name, tr, img})
 	}
+	cases = append(cases, flagVariants(t)...)
 	dirs, _ := filepath.Glob(filepath.Join("..", "testdata", "kernel", "*-amd64"))
 	for _, dir := range dirs {
 		cc, err := kernel.ReadCorpus(dir)
@@ -116,6 +119,54 @@ func imageCases(t *testing.T) []frameCase {
 		}
 	}
 	return cases
+}
+
+// flagVariants are images with the flags no golden or corpus case has: TAIL_CALL_CTX
+// (push rax, its reload), ORIG_STACK (the call through the return address), RESTORE_REGS,
+// on every profile, with and without stack arguments.
+func flagVariants(t *testing.T) []frameCase {
+	t.Helper()
+	var out []frameCase
+	for _, k := range []btfmodel.Kernel{btfmodel.Kernel61, btfmodel.Kernel612, btfmodel.Kernel72} {
+		for _, proto := range []string{"int f(int a, u64 b)", "int f(u64 a, u64 b, u64 c, u64 d, u64 e, u64 f, u32 g)"} {
+			for _, v := range []struct {
+				name  string
+				progs []jit.Prog
+				flags jit.Flags
+			}{
+				{"tail_call_ctx", []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}, jit.FlagTailCallCtx},
+				{"tail_call_ctx-fentry", []jit.Prog{{Kind: jit.Fentry}}, jit.FlagTailCallCtx},
+				{"orig_stack", []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.ModRet}, {Kind: jit.Fexit}}, jit.FlagOrigStack | jit.FlagShareIPModify},
+				{"restore_regs", []jit.Prog{{Kind: jit.Fentry, FuncIP: true}}, jit.FlagRestoreRegs},
+			} {
+				req := jit.Request{Arch: btfmodel.AMD64, Kernel: k, Proto: proto, Progs: v.progs}
+				m, err := req.Model()
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr, err := jit.Resolve(&req, m)
+				if err != nil {
+					if errors.Is(err, jit.ENOTSUPP) {
+						continue // 6.1: seven arguments
+					}
+					t.Fatal(err)
+				}
+				tr.Flags |= v.flags
+				img, err := amd64.Backend{}.Generate(tr)
+				if errors.Is(err, jit.ENOTSUPP) {
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s %s %s: %v", k, proto, v.name, err)
+				}
+				out = append(out, frameCase{fmt.Sprintf("variant %s %s %s", k, v.name, proto), tr, img})
+			}
+		}
+	}
+	if len(out) < 16 {
+		t.Fatalf("only %d flag variants", len(out))
+	}
+	return out
 }
 
 // odInsn is one instruction as objdump prints it.
