@@ -103,6 +103,29 @@ func (c *capturer) emitTable(prefix string, so *wire.StructOpsCase, note string)
 	return sum
 }
 
+// opsTables are the ops tables of spec not named in except, sorted: a struct <ops> whose
+// bpf_struct_ops_<ops> value type has it as its data member (is_valid_value_type,
+// kernel/bpf/bpf_struct_ops.c); bpf_struct_ops_map, _value, _link... are no tables.
+func opsTables(spec *btf.Spec, except []string) []string {
+	var found []string
+	for typ, err := range spec.All() {
+		if err != nil {
+			break
+		}
+		vt, ok := typ.(*btf.Struct)
+		if !ok || !strings.HasPrefix(vt.Name, "bpf_struct_ops_") {
+			continue
+		}
+		ops := strings.TrimPrefix(vt.Name, "bpf_struct_ops_")
+		if _, mt, ok := findMember(vt, "data"); !ok || btf.UnderlyingType(mt).TypeName() != ops || contains(except, ops) {
+			continue
+		}
+		found = append(found, ops)
+	}
+	sort.Strings(found)
+	return found
+}
+
 // discoverTables captures the tables of this kernel's BTF that cs.StructOps.Except does not
 // name: an ops table is a struct <ops> with a bpf_struct_ops_<ops> value type whose data
 // member is that struct (is_valid_value_type, kernel/bpf/bpf_struct_ops.c). Each gets its
@@ -114,22 +137,7 @@ func (c *capturer) discoverTables(cs wire.Case) wire.CaptureResult {
 		sum.Stage, sum.Error = "load", "no kernel BTF"
 		return sum
 	}
-	var found []string
-	for typ, err := range c.spec.All() {
-		if err != nil {
-			break
-		}
-		vt, ok := typ.(*btf.Struct)
-		if !ok || !strings.HasPrefix(vt.Name, "bpf_struct_ops_") {
-			continue
-		}
-		ops := strings.TrimPrefix(vt.Name, "bpf_struct_ops_")
-		if _, mt, ok := findMember(vt, "data"); !ok || btf.UnderlyingType(mt).TypeName() != ops || contains(cs.StructOps.Except, ops) {
-			continue
-		}
-		found = append(found, ops)
-	}
-	sort.Strings(found)
+	found := opsTables(c.spec, cs.StructOps.Except)
 	for _, ops := range found {
 		so, note := &wire.StructOpsCase{Ops: ops, Map: 1, Link: true}, "no recipe: one BPF_F_LINK map of trivial programs"
 		for _, r := range cs.StructOps.Recipes {
