@@ -81,7 +81,12 @@ func (l StackLayout) frame(m *btfmodel.FuncModel, k btfmodel.Kernel) *jit.Frame 
 		add(16, SlotParentRet, "the traced function's return into its caller: the image returns through it with SKIP_FRAME, else the traced function does")
 		add(8, jit.SlotRetAddr, "pushed by the patched call: the traced function just past it; ORIG_STACK calls through it; the final ret returns to it unless SKIP_FRAME steps over it with add rsp, 8")
 	}
-	add(0, jit.SlotSavedFP, "push rbp, leave")
+	fp := "push rbp, leave"
+	if l.RegsOff == 0 {
+		// No argument slot and no return value: &ctx[0] is rbp itself, ctx[-1] below it.
+		fp += "; with no argument slots ctx points here, so the program's lea of ctx takes this address"
+	}
+	add(0, jit.SlotSavedFP, fp)
 	if l.SaveRet {
 		add(-8, jit.SlotRetval, "fexit programs read it as ctx[nr_args], bpf_get_func_ret; the epilogue returns it in rax")
 	}
