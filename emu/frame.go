@@ -43,14 +43,18 @@ type FrameObservation struct {
 	SPBases  []int          `json:"sp_bases"`
 	Accesses []FrameAccess  `json:"accesses"`
 	Pointers []FramePointer `json:"pointers"`
-	// Others are frame-base offsets that code other than the image touched (the patch
-	// site's call pushing the return address the image returns through).
-	Others []int `json:"others,omitempty"`
+	// Others are the accesses of code other than the image (PC -1) at or above the image's
+	// sp: the calls that entered it pushing return addresses, a return thunk's ret, the
+	// original's body reading its stack arguments.
+	Others []FrameAccess `json:"others,omitempty"`
 	// Caller counts the image's accesses above its own frame (the caller's: incoming
 	// stack arguments, the parent's return address); Pushes the return addresses its
 	// calls pushed below sp.
-	Caller   int          `json:"caller"`
-	Pushes   int          `json:"pushes"`
+	Caller int `json:"caller"`
+	Pushes int `json:"pushes"`
+	// Top is the frame-base offset where the caller's frame begins (past the return
+	// address the image was entered with, on x86_64).
+	Top      int          `json:"top"`
 	Executed map[int]bool `json:"-"` // image offsets of the instructions that ran
 }
 
@@ -120,6 +124,10 @@ func ObserveFrame(req *jit.Request, code []byte, base string, opts Options) (*Fr
 	}
 	if !fo.haveBase {
 		return nil, fmt.Errorf("emu: the image never called out: no frame base seen")
+	}
+	o.Top = int(int64(fo.entrySP - o.Base))
+	if req.Arch == btfmodel.AMD64 {
+		o.Top += 8
 	}
 	for _, r := range fo.raw {
 		o.add(r, fo)
@@ -212,7 +220,7 @@ func (o *FrameObservation) add(r rawAccess, f *frameObserver) {
 	if r.pc == 0 {
 		// Not the image: the patch site's call pushing the return address counts for the
 		// slot it lands in; a stub's own frame lies below every slot.
-		o.Others = append(o.Others, off)
+		o.Others = append(o.Others, FrameAccess{PC: -1, Off: off, Size: r.size, Write: r.write})
 		return
 	}
 	l := f.l
@@ -228,14 +236,14 @@ func (o *FrameObservation) add(r rawAccess, f *frameObserver) {
 	}
 	if r.addr >= top {
 		o.Caller++
-		a.Size = -r.size // above the frame: CheckFrame checks it only if a slot is declared there
+		a.Size = -r.size // marks an access in the caller's frame
 	}
 	o.Accesses = append(o.Accesses, a)
 }
 
 // FrameMismatch is one way a frame and what the image did disagree.
 type FrameMismatch struct {
-	Kind   string `json:"kind"` // "outside", "writers", "readers", "declared", "pointer", "untouched", "sp_base"
+	Kind   string `json:"kind"` // "overlap", "outside", "writers", "readers", "declared", "pointer", "untouched", "sp_base"
 	Detail string `json:"detail"`
 }
 
@@ -246,12 +254,13 @@ type FrameCheck struct {
 	Accesses   int             `json:"accesses"` // image accesses checked against the slots
 	Pointers   int             `json:"pointers"`
 	Slots      int             `json:"slots"`
-	Caller     int             `json:"caller"` // accesses above the frame, left to the caller's layout
+	Caller     int             `json:"caller"` // of Accesses, those in the caller's frame (above the image's own)
 	Narrow     int             `json:"narrow"` // accesses to part of a wider slot
 	Mismatches []FrameMismatch `json:"mismatches,omitempty"`
 }
 
-// CheckFrame holds a frame against an observation of its image: every access lands in a
+// CheckFrame holds a frame against an observation of its image: no two slots overlap;
+// every access, in the image's frame or its caller's, lands in a
 // declared slot (all of it or a part), by an instruction the slot lists as its writer or reader;
 // every declared writer that ran stored there; every pointer a stub got is its slot's
 // address (ctx at ctx[0], nr_args and ip below it, retval above the arguments, run_ctx at
@@ -278,16 +287,21 @@ func CheckFrame(f *jit.Frame, o *FrameObservation) *FrameCheck {
 		}
 		return in, overlaps
 	}
+	// Slots do not overlap: an access must say which one it is.
+	for i, s := range f.Slots {
+		for _, u := range f.Slots[i+1:] {
+			if s.Off < u.Off+u.Size && u.Off < s.Off+s.Size {
+				bad("overlap", "%s (%s%+#x, %d bytes) and %s (%s%+#x, %d bytes) overlap", s.Name, f.Base, s.Off, s.Size, u.Name, f.Base, u.Off, u.Size)
+			}
+		}
+	}
 	for _, a := range o.Accesses {
-		size, caller := a.Size, a.Size < 0
-		if caller {
+		size := a.Size
+		if size < 0 {
 			size = -size
+			c.Caller++ // the caller's frame: the incoming stack arguments, the parent's return address
 		}
 		s, over := slotsOver(a.Off, size)
-		if caller && len(over) == 0 {
-			c.Caller++
-			continue
-		}
 		c.Accesses++
 		accessed[a.PC] = true
 		what := "load"
@@ -336,10 +350,17 @@ func CheckFrame(f *jit.Frame, o *FrameObservation) *FrameCheck {
 			}
 		}
 	}
-	for _, off := range o.Others {
-		if s := f.SlotAt(off); s != nil {
-			touched[s.Name] = true
+	for _, a := range o.Others {
+		if a.Off < -f.SPBase {
+			continue // a stub's own frame, below the image's sp
 		}
+		s, _ := slotsOver(a.Off, a.Size)
+		if s == nil {
+			bad("outside", "code outside the image made a %d-byte access at %s%+#x, in no slot", a.Size, f.Base, a.Off)
+			continue
+		}
+		c.Accesses++
+		touched[s.Name] = true
 	}
 	// The pointers the stubs got.
 	named := func(off int, name string, prefix bool) *jit.Slot {
