@@ -161,7 +161,7 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 		return enc.Encode(res)
 	}
 	if out.format == "html" {
-		return compareHTML(stdout, &res)
+		return compareHTML(stdout, &res, reqs)
 	}
 	return writeCompare(stdout, &res, palette(out.colorful(stdout)))
 }

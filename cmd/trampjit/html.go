@@ -6,12 +6,14 @@ import (
 	"strings"
 
 	"github.com/trampjit/trampjit/internal/view"
+	"github.com/trampjit/trampjit/jit"
 	"github.com/trampjit/trampjit/kernel"
 )
 
 // compareHTML is `trampjit compare --format html`: the columns side by side, section by
-// section as the text form aligns them, and the summary table.
-func compareHTML(w io.Writer, res *compareJSON) error {
+// section as the text form aligns them, the summary table, and the frame of each model
+// column (reqs are the model columns' requests, the first columns in order).
+func compareHTML(w io.Writer, res *compareJSON, reqs []*jit.Request) error {
 	side := view.SideBySide{ID: "cmp", Heading: "side by side"}
 	for _, c := range res.Columns {
 		col := view.Column{Title: c.Title, Detail: c.Source, Refusal: c.Refusal}
@@ -81,6 +83,18 @@ func compareHTML(w io.Writer, res *compareJSON) error {
 		titles = append(titles, c.Title)
 	}
 	p := view.Page{Title: "trampjit compare: " + strings.Join(titles, " | "), Sides: []view.SideBySide{side}, Tables: []view.Table{tab}}
+	for i, r := range reqs {
+		if i >= len(res.Columns) || res.Columns[i].Refusal != "" {
+			continue
+		}
+		im, err := imageView(r, fmt.Sprintf("col%d", i+1))
+		if err != nil {
+			return err
+		}
+		im.Heading = fmt.Sprintf("[%d] %s: frame", i+1, res.Columns[i].Title)
+		im.NoListing = true
+		p.Frames = append(p.Frames, *im)
+	}
 	if res.Function != "" {
 		p.Notes = []string{res.Function}
 	}

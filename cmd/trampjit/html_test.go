@@ -132,6 +132,31 @@ func TestHTMLPagesInChromium(t *testing.T) {
 		if got := viewtest.SectionNames(dom); len(grid) == 0 || strings.Join(got, "|") != strings.Join(grid, "|") {
 			t.Errorf("sections %q, compare's %q", got, grid)
 		}
+		// A frame diagram per column with an image, each with its frame's slots.
+		svgs := dom.All("svg", nil)
+		var imaged []compareColumn
+		for _, c := range res.Columns {
+			if c.Refusal == "" {
+				imaged = append(imaged, c)
+			}
+		}
+		if len(svgs) != len(imaged) || len(imaged) == len(res.Columns) {
+			t.Errorf("%d frame diagrams, %d of %d columns have an image", len(svgs), len(imaged), len(res.Columns))
+		}
+		for i := range min(len(svgs), len(imaged)) {
+			c := imaged[i]
+			fv := frameOf(t, "frame", "--btf", modretBTF, "--func", "bpf_modify_return_test", "--fentry", "1", "--fexit", "1",
+				"--arch", c.Arch, "--kernel", c.Kernel)
+			boxes := 0
+			for _, g := range allIn(svgs[i], "g") {
+				if headless.HasClass(g, "slot") {
+					boxes++
+				}
+			}
+			if boxes != len(fv.Slots) {
+				t.Errorf("%s: %d slot boxes, its frame has %d slots", c.Title, boxes, len(fv.Slots))
+			}
+		}
 		slots := dom.All("span", func(n *html.Node) bool { return headless.HasClass(n, "cslot") })
 		if want := countSlots(res); len(slots) != want || want == 0 {
 			t.Errorf("%d slot names in the cells, compare names %d", len(slots), want)

@@ -163,8 +163,14 @@ func LineKey(id string, off int) string { return fmt.Sprintf("%s-L%x", id, off) 
 
 // SVG draws the frame as an SVG image: one box per slot, high addresses at the top, its
 // offsets on the left, its writers and readers on the right. Within a page (standalone
-// false) each slot and each instruction offset links to the listing's anchors of image id.
+// false) each instruction offset links to the listing's anchors of image id.
 func (fv *FrameView) SVG(id string, standalone bool) string {
+	return fv.svg(id, !standalone, standalone)
+}
+
+// svg draws the frame; links: the offsets link to the listing, header: a standalone
+// document (XML declaration and namespace).
+func (fv *FrameView) svg(id string, links, header bool) string {
 	const (
 		left, boxW, rowH, gapH = 150, 260, 26, 14
 		textX                  = left + boxW + 12
@@ -199,7 +205,7 @@ func (fv *FrameView) SVG(id string, standalone bool) string {
 			x += 14
 			for _, t := range part.ts {
 				label := fmt.Sprintf("%x", t.Offset)
-				if standalone {
+				if !links {
 					fmt.Fprintf(&body, `<text x="%d" y="%d" class="ref"><title>%s</title>%s</text>`, x, y+17, e(t.Section+": "+t.Asm), e(label))
 				} else {
 					fmt.Fprintf(&body, `<a href="#%s"><text x="%d" y="%d" class="ref"><title>%s</title>%s</text></a>`, e(LineKey(id, t.Offset)), x, y+17, e(t.Section+": "+t.Asm), e(label))
@@ -218,7 +224,7 @@ func (fv *FrameView) SVG(id string, standalone bool) string {
 	height := y + 20
 	var b strings.Builder
 	ns := ""
-	if standalone {
+	if header {
 		b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
 		ns = ` xmlns="http://www.w3.org/2000/svg"`
 	}

@@ -10,13 +10,14 @@ import (
 )
 
 // Page is one self-contained HTML page: images (a listing with its frame), side-by-side
-// views and tables, in that order.
+// views, tables and frames (images shown by their frame alone), in that order.
 type Page struct {
 	Title  string
 	Notes  []string
 	Images []Image
 	Sides  []SideBySide
 	Tables []Table
+	Frames []Image
 }
 
 // Image is one generated image: its summary line, its listing and its frame.
@@ -30,6 +31,9 @@ type Image struct {
 	Frame        *FrameView
 	FrameMissing string
 	FrameFirst   bool // the frame page: the diagram before the listing
+	// NoListing shows the frame alone (compare's columns, whose listings are side by side):
+	// its writers and readers are offsets without links.
+	NoListing bool
 }
 
 // SideBySide is a set of columns aligned section by section (compare, diff DIR_A DIR_B).
@@ -181,7 +185,7 @@ func (im *Image) SVG() template.HTML {
 	if im.Frame == nil {
 		return ""
 	}
-	return template.HTML(im.Frame.SVG(im.ID, false))
+	return template.HTML(im.Frame.svg(im.ID, !im.NoListing, false))
 }
 
 // SlotRows are the frame's slots with their anchors, for the slot table under the diagram.
@@ -189,11 +193,18 @@ func (im *Image) SlotRows() []slotRow {
 	var out []slotRow
 	for i, s := range im.Frame.Slots {
 		r := slotRow{SlotView: s, Key: SlotKey(im.ID, i), Off: hexOff(s.Off), SPOff: hexOff(s.SPOff)}
+		ref := func(t Touch) touchRef {
+			tr := touchRef{Touch: t, Hex: fmt.Sprintf("%x", t.Offset)}
+			if !im.NoListing {
+				tr.Key = LineKey(im.ID, t.Offset)
+			}
+			return tr
+		}
 		for _, t := range s.Writers {
-			r.W = append(r.W, touchRef{Touch: t, Key: LineKey(im.ID, t.Offset), Hex: fmt.Sprintf("%x", t.Offset)})
+			r.W = append(r.W, ref(t))
 		}
 		for _, t := range s.Readers {
-			r.R = append(r.R, touchRef{Touch: t, Key: LineKey(im.ID, t.Offset), Hex: fmt.Sprintf("%x", t.Offset)})
+			r.R = append(r.R, ref(t))
 		}
 		out = append(out, r)
 	}
@@ -255,6 +266,7 @@ svg .slot.hl rect{stroke:#d00;stroke-width:3}
 {{range .Images}}{{template "image" .}}{{end}}
 {{range .Sides}}{{template "side" .}}{{end}}
 {{range .Tables}}{{template "table" .}}{{end}}
+{{range .Frames}}{{template "image" .}}{{end}}
 <script>
 (function(){
   function clear(){document.querySelectorAll('.hl').forEach(function(x){x.classList.remove('hl')})}
@@ -270,7 +282,7 @@ svg .slot.hl rect{stroke:#d00;stroke-width:3}
 {{define "image"}}<section class="image" id="{{.ID}}">
 <h2>{{.Heading}}</h2>
 <p class="summary">{{.Summary}}</p>
-{{if .FrameFirst}}{{template "frame" .}}{{template "listing" .}}{{else}}{{template "listing" .}}{{template "frame" .}}{{end}}
+{{if .NoListing}}{{template "frame" .}}{{else if .FrameFirst}}{{template "frame" .}}{{template "listing" .}}{{else}}{{template "listing" .}}{{template "frame" .}}{{end}}
 </section>
 {{end}}
 {{define "listing"}}<h3>listing</h3>
@@ -283,11 +295,12 @@ svg .slot.hl rect{stroke:#d00;stroke-width:3}
 {{if .Frame}}<div class="diagram">{{.SVG}}</div>
 <table class="slots"><tr><th>slot</th><th>{{.Frame.Base}}+</th><th>sp+</th><th>size</th><th>written by</th><th>read by</th><th>note</th></tr>
 {{range .SlotRows}}<tr id="{{.Key}}-row" data-slot="{{.Key}}" class="slotrow"><td>{{.Name}}</td><td>{{.Off}}</td><td>{{.SPOff}}</td><td>{{.Size}}</td>
-<td>{{range .W}}<a href="#{{.Key}}" title="{{.Asm}}">{{.Hex}}</a> &lt;{{.Section}}&gt; {{end}}</td>
-<td>{{range .R}}<a href="#{{.Key}}" title="{{.Asm}}">{{.Hex}}</a> &lt;{{.Section}}&gt; {{end}}</td><td>{{.Note}}</td></tr>
+<td>{{range .W}}{{template "touch" .}}{{end}}</td>
+<td>{{range .R}}{{template "touch" .}}{{end}}</td><td>{{.Note}}</td></tr>
 {{end}}</table>
 {{else}}<p class="missing">{{.FrameMissing}}</p>{{end}}
 {{end}}
+{{define "touch"}}{{if .Key}}<a href="#{{.Key}}" title="{{.Asm}}">{{.Hex}}</a>{{else}}<span title="{{.Asm}}">{{.Hex}}</span>{{end}} &lt;{{.Section}}&gt; {{end}}
 {{define "side"}}<section class="side" id="{{.ID}}">
 <h2>{{.Heading}}</h2>
 {{range .Notes}}<p class="note">{{.}}</p>{{end}}
