@@ -13,6 +13,7 @@ import (
 	"github.com/trampjit/trampjit/internal/view/headless"
 	"github.com/trampjit/trampjit/internal/view/viewtest"
 	"github.com/trampjit/trampjit/jit"
+	"golang.org/x/net/html"
 )
 
 // listing is a real amd64 image's listing (fentry + fexit on a two-argument prototype),
@@ -152,4 +153,30 @@ func TestBlankPageIsBlank(t *testing.T) {
 	if ink, colours := headless.Ink(img, 64); ink != 0 || colours != 1 {
 		t.Errorf("a blank page: %d pixels of ink, %d colours; want 0 and 1", ink, colours)
 	}
+}
+
+// TestSlotHighlight follows a link to a slot as a click would (the page opened at its
+// anchor): the script marks the slot's box, its table row and every listing link to it.
+func TestSlotHighlight(t *testing.T) {
+	bin := headless.Chromium(t)
+	path, _, fv := page(t)
+	for i, s := range fv.Slots {
+		if len(s.Writers)+len(s.Readers) == 0 {
+			continue
+		}
+		key := SlotKey("img", i)
+		dom := viewtest.LoadDOM(t, bin, path+"#"+key)
+		var lit []string
+		for _, n := range dom.All("", func(n *html.Node) bool { return headless.HasClass(n, "hl") }) {
+			if headless.Attr(n, "data-slot") != key {
+				t.Errorf("%s highlighted with slot %s", headless.Attr(n, "data-slot"), key)
+			}
+			lit = append(lit, n.Data)
+		}
+		if want := 2 + len(s.Writers) + len(s.Readers); len(lit) != want {
+			t.Errorf("slot %q: %d elements highlighted (%q), want %d: its box, its row and each instruction's link", s.Name, len(lit), lit, want)
+		}
+		return
+	}
+	t.Fatal("no slot is touched")
 }
