@@ -150,6 +150,24 @@
 // the trampoline makes, and the trampoline, interleaved, with stubs that only return.
 // Checked native calls run at ~40 M hits/s (BenchmarkNativeChecked).
 //
+// # Frames (frame.go)
+//
+// ObserveFrame calls an image once with a memory hook over the stack and a code hook that
+// knows which instruction runs; CheckFrame holds what it saw against the backend's
+// jit.Frame (the slots listings name and `trampjit frame` draws): slots do not overlap;
+// every load and store of the image, in its frame or its caller's, and every access of
+// other code above the image's sp (the entering call's push, a return thunk's ret, the
+// original reading its stack arguments) lands in a declared slot, by an instruction the
+// slot lists as its writer or reader; a listed writer that ran stored there; the pointers
+// the stubs get are their slots' addresses (ctx at ctx[0] with nr_args/func_meta, ip and
+// the return value around it, run_ctx at run_ctx.cookie with saved_run_ctx after it, the
+// original's stack arguments at the outgoing copies); sp after the prologue is SPBase below
+// the base; and every slot is touched by someone or its Note says why not. The tests run it
+// over every golden case and every corpus image trampjit reproduces (TestFrameGolden,
+// TestFrameStructOpsGoldens, TestFrameCorpus), each also with every fmod_ret returning
+// non-zero and with the first program missed, and check that moving or dropping any slot
+// of a golden frame is caught (TestCheckFrameCatchesMovedSlots).
+//
 // # Cost (BenchmarkBatch, BenchmarkPerCall; one pinned core of a shared 2-core Xeon VM)
 //
 // 2-program image (fentry + fexit, 6.12), every call checked; best of 5 rounds, ns per hit,
