@@ -154,7 +154,7 @@ func diffModel(dir string, prof btfmodel.Kernel, sel *kernel.Only, all bool, out
 			return err
 		}
 	case "html":
-		if err := diffModelHTML(stdout, &res, model); err != nil {
+		if err := diffModelHTML(stdout, &res, model, dir, cases, prof); err != nil {
 			return err
 		}
 	default:

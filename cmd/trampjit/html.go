@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/internal/view"
 	"github.com/trampjit/trampjit/jit"
 	"github.com/trampjit/trampjit/kernel"
@@ -14,7 +15,53 @@ import (
 // section as the text form aligns them, the summary table, and the frame of each model
 // column (reqs are the model columns' requests, the first columns in order).
 func compareHTML(w io.Writer, res *compareJSON, reqs []*jit.Request) error {
-	side := view.SideBySide{ID: "cmp", Heading: "side by side"}
+	side := compareSide(res, "cmp", "side by side")
+	tab := view.Table{Caption: "summary (instructions/bytes)", Head: []string{"section"}}
+	for _, c := range res.Columns {
+		tab.Head = append(tab.Head, c.Title)
+	}
+	for _, name := range res.Sections {
+		r := view.TableRow{Cells: []string{name}}
+		for _, c := range res.Columns {
+			r.Cells = append(r.Cells, summaryCount(c, name))
+		}
+		tab.Rows = append(tab.Rows, r)
+	}
+	total := view.TableRow{Cells: []string{"total"}}
+	for _, c := range res.Columns {
+		if c.Refusal != "" {
+			total.Cells = append(total.Cells, "refused")
+		} else {
+			total.Cells = append(total.Cells, fmt.Sprintf("%d/%d", len(c.Insns), c.Size))
+		}
+	}
+	tab.Rows = append(tab.Rows, total)
+	var titles []string
+	for _, c := range res.Columns {
+		titles = append(titles, c.Title)
+	}
+	p := view.Page{Title: "trampjit compare: " + strings.Join(titles, " | "), Sides: []view.SideBySide{side}, Tables: []view.Table{tab}}
+	for i, r := range reqs {
+		if i >= len(res.Columns) || res.Columns[i].Refusal != "" {
+			continue
+		}
+		im, err := imageView(r, fmt.Sprintf("col%d", i+1))
+		if err != nil {
+			return err
+		}
+		im.Heading = fmt.Sprintf("[%d] %s: frame", i+1, res.Columns[i].Title)
+		im.NoListing = true
+		p.Frames = append(p.Frames, *im)
+	}
+	if res.Function != "" {
+		p.Notes = []string{res.Function}
+	}
+	return p.Write(w)
+}
+
+// compareSide is compare's grid as a side-by-side view.
+func compareSide(res *compareJSON, id, heading string) view.SideBySide {
+	side := view.SideBySide{ID: id, Heading: heading}
 	for _, c := range res.Columns {
 		col := view.Column{Title: c.Title, Detail: c.Source, Refusal: c.Refusal}
 		if c.Refusal == "" {
@@ -58,47 +105,7 @@ func compareHTML(w io.Writer, res *compareJSON, reqs []*jit.Request) error {
 			side.Sections[i].Changed = true
 		}
 	}
-	tab := view.Table{Caption: "summary (instructions/bytes)", Head: []string{"section"}}
-	for _, c := range res.Columns {
-		tab.Head = append(tab.Head, c.Title)
-	}
-	for _, name := range res.Sections {
-		r := view.TableRow{Cells: []string{name}}
-		for _, c := range res.Columns {
-			r.Cells = append(r.Cells, summaryCount(c, name))
-		}
-		tab.Rows = append(tab.Rows, r)
-	}
-	total := view.TableRow{Cells: []string{"total"}}
-	for _, c := range res.Columns {
-		if c.Refusal != "" {
-			total.Cells = append(total.Cells, "refused")
-		} else {
-			total.Cells = append(total.Cells, fmt.Sprintf("%d/%d", len(c.Insns), c.Size))
-		}
-	}
-	tab.Rows = append(tab.Rows, total)
-	var titles []string
-	for _, c := range res.Columns {
-		titles = append(titles, c.Title)
-	}
-	p := view.Page{Title: "trampjit compare: " + strings.Join(titles, " | "), Sides: []view.SideBySide{side}, Tables: []view.Table{tab}}
-	for i, r := range reqs {
-		if i >= len(res.Columns) || res.Columns[i].Refusal != "" {
-			continue
-		}
-		im, err := imageView(r, fmt.Sprintf("col%d", i+1))
-		if err != nil {
-			return err
-		}
-		im.Heading = fmt.Sprintf("[%d] %s: frame", i+1, res.Columns[i].Title)
-		im.NoListing = true
-		p.Frames = append(p.Frames, *im)
-	}
-	if res.Function != "" {
-		p.Notes = []string{res.Function}
-	}
-	return p.Write(w)
+	return side
 }
 
 func anyChanged(secs []view.SideSection) bool {
@@ -181,8 +188,9 @@ func sideText(s *kernel.CaseSide) string {
 }
 
 // diffModelHTML is `trampjit diff --corpus DIR --format html`: every case, the model beside
-// the kernel at the first difference.
-func diffModelHTML(w io.Writer, res *diffJSON, model string) error {
+// the kernel at the first difference, and each image that differs as compare --corpus DIR
+// --case ID sets them side by side (the model of prof, or of the case's profile).
+func diffModelHTML(w io.Writer, res *diffJSON, model, dir string, cases []kernel.CorpusCase, prof btfmodel.Kernel) error {
 	p := view.Page{Title: "trampjit diff: the model against " + res.Corpus, Notes: []string{model,
 		fmt.Sprintf("%d/%d byte-identical; %d/%d refusals with the kernel's reason", res.Same, res.Images, res.Agreed, res.Refused-res.Unmod)}}
 	tab := view.Table{Caption: "cases", Head: []string{"case", "verdict", "at", "model", "kernel", "note"}}
@@ -195,5 +203,42 @@ func diffModelHTML(w io.Writer, res *diffJSON, model string) error {
 			Bad: d.Verdict != kernel.Match && d.Verdict != kernel.Unmodelled})
 	}
 	p.Tables = []view.Table{tab}
+	for i, d := range res.Cases {
+		if d.Verdict != kernel.Differ {
+			continue
+		}
+		for k := range cases {
+			if cases[k].ID != d.ID {
+				continue
+			}
+			side, err := modelBesideKernel(dir, &cases[k], prof, fmt.Sprintf("case%d", i))
+			if err != nil {
+				return fmt.Errorf("case %s: %w", d.ID, err)
+			}
+			p.Sides = append(p.Sides, *side)
+		}
+	}
 	return p.Write(w)
+}
+
+// modelBesideKernel is one case's model image beside the kernel's, aligned and marked as
+// compare aligns a model column with a corpus column.
+func modelBesideKernel(dir string, c *kernel.CorpusCase, prof btfmodel.Kernel, id string) (*view.SideBySide, error) {
+	kcol, _, err := corpusColumn(dir, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	req := *c.Request
+	if prof != "" {
+		req.Kernel = prof
+	}
+	cols, _, err := modelColumns([]*jit.Request{&req})
+	if err != nil {
+		return nil, err
+	}
+	cols = append(cols, *kcol)
+	res := compareJSON{Columns: cols, Sections: markColumns(cols)}
+	res.Grid = compareGrid(&res)
+	side := compareSide(&res, id, c.ID+": differs")
+	return &side, nil
 }

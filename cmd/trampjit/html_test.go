@@ -238,6 +238,30 @@ func TestHTMLPagesInChromium(t *testing.T) {
 		if strings.Join(ids, ",") != strings.Join(want, ",") {
 			t.Errorf("case rows %q, want %q", ids, want)
 		}
+
+		// A 6.12 capture against the 7.2 model differs: the case is set side by side, marked
+		// as compare marks the model beside the corpus case.
+		dir, id := corpora+"6.12-amd64", "bpf_fentry_test1-fentry-fexit"
+		code, out, _ = trampjit("compare", "--corpus", dir, "--case", id, "--arch", "amd64", "--kernel", "7.2", "--format", "json")
+		var cmp compareJSON
+		if err := json.Unmarshal([]byte(out), &cmp); code != 0 || err != nil || len(cmp.Columns) != 2 {
+			t.Fatalf("compare json: exit %d, %v, %d columns", code, err, len(cmp.Columns))
+		}
+		marked := 0
+		for _, c := range cmp.Columns {
+			for _, in := range c.Insns {
+				if in.Differs {
+					marked++
+				}
+			}
+		}
+		path = htmlPage(t, exitDisagree, "diff", "--corpus", dir, "--profile", "7.2", "--only", id)
+		dom = viewtest.LoadDOM(t, bin, path)
+		sides := dom.All("section", func(n *html.Node) bool { return headless.HasClass(n, "side") })
+		differs := dom.All("td", func(n *html.Node) bool { return headless.HasClass(n, "differs") })
+		if len(sides) != 1 || marked == 0 || len(differs) != marked {
+			t.Errorf("%d side-by-side views (want 1), %d cells marked, compare marks %d", len(sides), len(differs), marked)
+		}
 	})
 }
 
