@@ -60,6 +60,9 @@ type compareColumn struct {
 	Note     string           `json:"note,omitempty"`
 	Sections []compareSection `json:"sections"`
 	Insns    []compareInsn    `json:"instructions"`
+	// Frame is the image's stack frame where the backend describes it (a corpus column's
+	// when its image is the model's).
+	Frame *jit.Frame `json:"frame,omitempty"`
 	// aligned is, per section, the alignment with the Against column (A is that column).
 	aligned map[string][]kernel.Row
 }
@@ -226,11 +229,12 @@ func modelColumns(reqs []*jit.Request) ([]compareColumn, string, error) {
 				return nil, "", fmt.Errorf("%s %s: %w", r.Arch, r.Kernel, err)
 			}
 			col.setInsns(insns, len(img.Code))
-			slots, err := frameSlots(tr, img)
+			f, err := jit.FrameOf(tr, img)
 			if err != nil {
 				return nil, "", fmt.Errorf("%s %s: frame: %w", r.Arch, r.Kernel, err)
 			}
-			col.setSlots(slots)
+			col.Frame = f
+			col.setSlots(frameSlots(f))
 		}
 		cols = append(cols, col)
 	}

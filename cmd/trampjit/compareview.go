@@ -130,13 +130,12 @@ func compareGrid(res *compareJSON) []compareGridSection {
 }
 
 // frameSlots names, by image offset, the frame slots an instruction writes ("<- ctx[0] a")
-// or reads, from the backend's frame (nil where it describes none), as listings name them.
-func frameSlots(tr *jit.Tramp, img *jit.Image) (map[int][]string, error) {
-	f, err := jit.FrameOf(tr, img)
-	if err != nil || f == nil {
-		return nil, err
+// or reads, as listings name them (jit.AnnotateSlots); nil for no frame.
+func frameSlots(f *jit.Frame) map[int][]string {
+	if f == nil {
+		return nil
 	}
-	lines := make([]jit.Line, 0, len(img.Code))
+	var lines []jit.Line
 	at := map[int]bool{}
 	for _, s := range f.Slots {
 		for _, o := range append(append([]int{}, s.Writers...), s.Readers...) {
@@ -151,7 +150,7 @@ func frameSlots(tr *jit.Tramp, img *jit.Image) (map[int][]string, error) {
 	for _, l := range lines {
 		out[l.Offset] = l.Slots
 	}
-	return out, nil
+	return out
 }
 
 // setSlots puts the slots on a column's instructions.
@@ -181,6 +180,7 @@ func kernelSlots(cols []compareColumn, k int) {
 	for i := range kc.Insns {
 		kc.Insns[i].Slots = m.Insns[i].Slots
 	}
+	kc.Frame = m.Frame
 }
 
 // caseRequest is the request of corpus case id in dir, for `compare --corpus DIR --case ID`

@@ -146,6 +146,9 @@ func TestCompareSlots(t *testing.T) {
 	if named < 8 {
 		t.Errorf("%d kernel instructions name a slot", named)
 	}
+	if k.Columns[1].Frame == nil || k.Columns[0].Frame == nil || len(k.Columns[1].Frame.Slots) != len(k.Columns[0].Frame.Slots) {
+		t.Errorf("frames: model %+v, kernel %+v", k.Columns[0].Frame, k.Columns[1].Frame)
+	}
 }
 
 // TestCompareCaseAlone: --corpus and --case without request flags compare the case's own
