@@ -25,11 +25,24 @@ func SameModuloAddresses(arch string, got, want []byte) error {
 	return fmt.Errorf("unknown architecture %q", arch)
 }
 
+// isEndbr64 reports whether b starts with endbr64 (f3 0f 1e fa).
+func isEndbr64(b []byte) bool {
+	return len(b) >= 4 && b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa
+}
+
 func sameX86(got, want []byte) error {
 	if len(got) != len(want) {
 		return fmt.Errorf("length %d, want %d", len(got), len(want))
 	}
 	for i := 0; i < len(want); {
+		if isEndbr64(want[i:]) {
+			// x86asm does not know endbr64 (a struct_ops image's landing pad with IBT).
+			if !isEndbr64(got[i:]) {
+				return fmt.Errorf("+%#x: % x, want endbr64", i, got[i:min(i+4, len(got))])
+			}
+			i += 4
+			continue
+		}
 		wi, err := x86asm.Decode(want[i:], 64)
 		if err != nil {
 			return fmt.Errorf("+%#x: decode reference: %v", i, err)
