@@ -28,7 +28,7 @@ type FrameAccess struct {
 // FramePointer is a frame address a stub was handed, as a frame-base offset.
 type FramePointer struct {
 	Stub string `json:"stub"` // "bpf_func#1", "__bpf_prog_enter", "original"
-	What string `json:"what"` // "ctx", "run_ctx", "stack arguments"
+	What string `json:"what"` // "ctx", "run_ctx", "session cookie", "stack arguments"
 	Off  int    `json:"off"`
 	// N is the argument-slot count behind ctx (nr_args's value), or the number of stack
 	// arguments the original reads.
@@ -89,7 +89,7 @@ func ObserveFrame(req *jit.Request, code []byte, base string, opts Options) (*Fr
 		return nil, err
 	}
 	o := &FrameObservation{Executed: map[int]bool{}}
-	fo := &frameObserver{l: l, o: o, breg: breg, stubs: map[uint64]string{}}
+	fo := &frameObserver{l: l, o: o, breg: breg, stubs: map[uint64]string{}, progs: map[uint64]int{}}
 	for name, a := range addrs.Helpers {
 		if k := helperKind(name); k == stubEnter || k == stubExit || k == stubTramp {
 			fo.stubs[uint64(a)] = name
@@ -97,6 +97,7 @@ func ObserveFrame(req *jit.Request, code []byte, base string, opts Options) (*Fr
 	}
 	for i, p := range addrs.Progs {
 		fo.stubs[uint64(p.BPFFunc)] = fmt.Sprintf("bpf_func#%d", i+1)
+		fo.progs[uint64(p.BPFFunc)] = i
 	}
 	if l.body != 0 {
 		fo.stubs[l.body] = "original"
@@ -148,7 +149,8 @@ type frameObserver struct {
 	o        *FrameObservation
 	breg     uc.Reg
 	stubs    map[uint64]string
-	pc, next uint64 // the executing instruction and the one after it
+	progs    map[uint64]int // bpf_func address -> attach index
+	pc, next uint64         // the executing instruction and the one after it
 	inImage  bool
 	entrySP  uint64 // sp at the image's first instruction
 	haveBase bool
@@ -197,7 +199,13 @@ func (f *frameObserver) insn(addr uint64, size uint32) {
 			f.o.Pointers = append(f.o.Pointers, FramePointer{Stub: name, What: "stack arguments", Off: off(sp), N: l.nstack})
 		}
 	case strings.HasPrefix(name, "bpf_func#"):
-		f.o.Pointers = append(f.o.Pointers, FramePointer{Stub: name, What: "ctx", Off: off(args[0]), N: l.exp.nregs})
+		ctx := args[0]
+		f.o.Pointers = append(f.o.Pointers, FramePointer{Stub: name, What: "ctx", Off: off(ctx), N: l.exp.nregs})
+		if i, ok := f.progs[addr]; ok && l.exp.session && sessionCookie(l.req.Progs[i]) {
+			// bpf_session_cookie: ctx minus the cookie index func_meta carries.
+			meta, _ := l.h.word(ctx - 8)
+			f.o.Pointers = append(f.o.Pointers, FramePointer{Stub: name, What: "session cookie", Off: off(ctx - 8*(meta>>metaIndexShift&0xff))})
+		}
 	case helperKind(name) == stubEnter:
 		f.o.Pointers = append(f.o.Pointers, FramePointer{Stub: name, What: "run_ctx", Off: off(args[1])})
 	case helperKind(name) == stubExit:
@@ -260,13 +268,13 @@ type FrameCheck struct {
 }
 
 // CheckFrame holds a frame against an observation of its image: no two slots overlap;
-// every access, in the image's frame or its caller's, lands in a
-// declared slot (all of it or a part), by an instruction the slot lists as its writer or reader;
-// every declared writer that ran stored there; every pointer a stub got is its slot's
-// address (ctx at ctx[0], nr_args and ip below it, retval above the arguments, run_ctx at
-// run_ctx.cookie with saved_run_ctx after it, the original's stack arguments at the
-// outgoing copies); every slot is touched by the image or a stub, or its Note says why
-// not; and sp after the prologue is SPBase below the base.
+// every access, in the image's frame or its caller's, lands in a declared slot (all of it
+// or a part), by an instruction the slot lists as its writer or reader; every declared
+// writer that ran stored there; every pointer a stub got is its slot's address (ctx at
+// ctx[0], nr_args and ip below it, retval above the arguments, run_ctx at run_ctx.cookie
+// with saved_run_ctx after it, the original's stack arguments at the outgoing copies, a
+// session cookie where func_meta's index puts it); every slot is touched by the image or
+// a stub, or its Note says why not; and sp after the prologue is SPBase below the base.
 func CheckFrame(f *jit.Frame, o *FrameObservation) *FrameCheck {
 	c := &FrameCheck{Slots: len(f.Slots)}
 	bad := func(kind, format string, a ...any) {
@@ -409,6 +417,8 @@ func CheckFrame(f *jit.Frame, o *FrameObservation) *FrameCheck {
 			// struct bpf_tramp_run_ctx: an empty bpf_run_ctx, then bpf_cookie and saved_run_ctx.
 			expect(p, p.Off, jit.SlotRunCtxCook, false, "run_ctx")
 			expect(p, p.Off+8, jit.SlotRunCtxSaved, false, "run_ctx+8")
+		case "session cookie":
+			expect(p, p.Off, "cookie[", true, "the session cookie")
 		case "stack arguments":
 			for k := 0; k < p.N; k++ {
 				expect(p, p.Off+8*k, "stack arg", true, fmt.Sprintf("stack argument %d", k))
