@@ -131,6 +131,14 @@ func (fv *FrameView) Text() string {
 	return strings.Join(lines, "\n")
 }
 
+// regOff is a register plus an offset: "rbp-0x8", "sp" for 0.
+func regOff(reg string, off int) string {
+	if off == 0 {
+		return reg
+	}
+	return reg + hexOff(off)
+}
+
 // slotClass is the colour family of a slot, by what it holds.
 func slotClass(name string) string {
 	switch {
@@ -146,7 +154,7 @@ func slotClass(name string) string {
 		return "cookie"
 	case strings.HasPrefix(name, "stack arg"):
 		return "stackarg"
-	case name == jit.SlotNrArgs || name == jit.SlotIP:
+	case name == jit.SlotNrArgs || name == jit.SlotIP || name == "func_meta":
 		return "meta"
 	}
 	return "link"
@@ -191,8 +199,8 @@ func (fv *FrameView) svg(id string, links, header bool) string {
 		fmt.Fprintf(&body, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#445"/>`, left, y, boxW, h, slotFill[slotClass(s.Name)])
 		fmt.Fprintf(&body, `<text x="%d" y="%d" class="name">%s</text>`, left+8, y+17, e(s.Name))
 		fmt.Fprintf(&body, `<text x="%d" y="%d" class="size">%d</text>`, left+boxW-8, y+17, s.Size)
-		fmt.Fprintf(&body, `<text x="%d" y="%d" class="off">%s%s</text>`, 8, y+17, e(fv.Base), e(hexOff(s.Off)))
-		fmt.Fprintf(&body, `<text x="%d" y="%d" class="off">sp%s</text>`, 82, y+17, e(hexOff(s.SPOff)))
+		fmt.Fprintf(&body, `<text x="%d" y="%d" class="off">%s</text>`, 8, y+17, e(regOff(fv.Base, s.Off)))
+		fmt.Fprintf(&body, `<text x="%d" y="%d" class="off">%s</text>`, 82, y+17, e(regOff("sp", s.SPOff)))
 		x := textX
 		for _, part := range []struct {
 			label string
