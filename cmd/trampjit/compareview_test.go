@@ -93,6 +93,18 @@ func checkGrid(t *testing.T, res *compareJSON) {
 func TestCompareGrid(t *testing.T) {
 	three := compareRun(t, "--btf", corpora+"6.12-amd64/vmlinux.btf.xz", "--func", "bpf_modify_return_test", "--fentry", "1", "--fmod-ret", "1", "--fexit", "1")
 	checkGrid(t, &three)
+	// Refused columns have no cells and no counts.
+	refused := compareRun(t, "--proto", "int f(u64 a, u64 b, u64 c, u64 d, u64 e, u64 f, u64 g, u64 h, u64 i)", "--fentry", "1", "--kernel", "6.1,6.12")
+	checkGrid(t, &refused)
+	n := 0
+	for _, c := range refused.Columns {
+		if c.Refusal != "" {
+			n++
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d of 6 columns refused; amd64 6.1, arm64 6.1 and 6.12 and riscv64 6.1 refuse 9 arguments", n)
+	}
 	res := compareRun(t, "--btf", corpora+"7.2-riscv64/vmlinux.btf.xz", "--func", "bpf_fentry_test1", "--fentry", "1", "--fexit", "1",
 		"--arch", "riscv64", "--kernel", "6.12,7.2", "--corpus", corpora+"7.2-riscv64", "--case", "bpf_fentry_test1-fentry-fexit")
 	checkGrid(t, &res)
