@@ -88,6 +88,19 @@ func ObserveFrame(req *jit.Request, code []byte, base string, opts Options) (*Fr
 	if err != nil {
 		return nil, err
 	}
+	if a, ok := addrs.Helpers["__x86_call_depth"]; ok && req.Features.CallDepth {
+		// Call-depth accounting shifts a per-CPU word %gs-relative; with gs at 0 it is
+		// the symbol's own address: give it a writable page for this call.
+		// The page may hold stubs already (then it is made writable too; unload unmaps it).
+		page := uint64(a) &^ (uc.PageSize - 1)
+		if err := h.e.Map(page, uc.PageSize, uc.ProtRead|uc.ProtWrite); err == nil {
+			h.maps = append(h.maps, [2]uint64{page, uc.PageSize})
+		} else if w, err := h.e.ReadU64(uint64(a)); err != nil || w != 0 {
+			return nil, fmt.Errorf("emu: __x86_call_depth at %#x is inside the harness's stubs", uint64(a))
+		} else if err := h.e.Protect(page, uc.PageSize, uc.ProtRead|uc.ProtWrite|uc.ProtExec); err != nil {
+			return nil, fmt.Errorf("emu: mapping __x86_call_depth: %w", err)
+		}
+	}
 	o := &FrameObservation{Executed: map[int]bool{}}
 	fo := &frameObserver{l: l, o: o, breg: breg, stubs: map[uint64]string{}, progs: map[uint64]int{}}
 	for name, a := range addrs.Helpers {
