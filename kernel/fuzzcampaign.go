@@ -1,0 +1,291 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/kernel/vm"
+)
+
+// FuzzOptions configure an image fuzzing campaign (ImageFuzz).
+type FuzzOptions struct {
+	Kernel, Arch string
+	Count        int
+	Seed         uint64
+	// Corpus is the profile's corpus directory (testdata/kernel/<kernel>-<arch>): its
+	// vmlinux.btf.xz is what the cases are drawn from and regenerated against, its
+	// kernel.json the build booted.
+	Corpus string
+	// Batch is the cases per guest boot (default 250); a guest that dies is rebooted
+	// for the rest of its batch.
+	Batch    int
+	Minimise bool   // minimise each disagreement (re-captured)
+	OutDir   string // results.jsonl, summary.json, minimised.jsonl, minimised-cases.json
+	Progress io.Writer
+}
+
+// FuzzCase is one request's outcome.
+type FuzzCase struct {
+	Case   Case        `json:"case"`
+	Diff   DiffResult  `json:"diff"`
+	Corpus *CorpusCase `json:"corpus"`
+}
+
+// FuzzDisagreement is a disagreement and its minimised form, as a corpus case.
+type FuzzDisagreement struct {
+	Kind      string      `json:"kind"`
+	Original  DiffResult  `json:"original"`
+	Case      Case        `json:"case"`
+	Minimised Case        `json:"minimised"`
+	Diff      DiffResult  `json:"minimised_diff"`
+	Corpus    *CorpusCase `json:"corpus"`
+	// Confirmed: a re-capture disagreed the same way (the minimised case, or the original).
+	Confirmed bool `json:"confirmed"`
+}
+
+// FuzzReport is a campaign's figures.
+type FuzzReport struct {
+	Kernel      string             `json:"kernel"`
+	Arch        string             `json:"arch"`
+	Seed        uint64             `json:"seed"`
+	Requests    int                `json:"requests"`
+	Attached    int                `json:"attached"`     // the kernel built an image
+	Refused     int                `json:"refused"`      // the kernel refused (load or attach)
+	NotCaptured int                `json:"not_captured"` // the guest died on it
+	Agreeing    int                `json:"agreeing"`     // match, or a refusal BTF cannot predict
+	Unmodelled  int                `json:"unmodelled"`   // of Agreeing: not ftrace-managed
+	Kinds       map[string]int     `json:"disagreements_by_kind,omitempty"`
+	Boots       int                `json:"boots"`
+	Duration    time.Duration      `json:"duration"`
+	PerCase     time.Duration      `json:"per_case"`
+	Shapes      int                `json:"shapes"`
+	Uncovered   int                `json:"shapes_not_in_catalogue"`
+	Cases       []FuzzCase         `json:"-"`
+	Found       []FuzzDisagreement `json:"disagreements,omitempty"`
+}
+
+// agrees is whether a verdict is an agreement with the kernel.
+func agrees(v string) bool { return v == Match || v == Unmodelled }
+
+// disagreementKind names a disagreement for the summary: the verdict and what differs.
+func disagreementKind(d DiffResult) string {
+	switch d.Verdict {
+	case Differ:
+		if d.Model != "" && d.Kernel != "" {
+			if strings.HasPrefix(d.Note, "model ") {
+				return "differ: image size"
+			}
+			return "differ: bytes"
+		}
+		return "differ: refusal reason"
+	case ModelRefuse:
+		return "model-refused: " + firstWords(d.Note, 6)
+	case ModelAccept:
+		return "model-accepted: " + firstWords(strings.TrimPrefix(d.Note, "kernel: "), 6)
+	}
+	return d.Verdict
+}
+
+func firstWords(s string, n int) string {
+	f := strings.Fields(s)
+	if len(f) > n {
+		f = f[:n]
+	}
+	return strings.Join(f, " ")
+}
+
+// ImageFuzz draws Count cases from the corpus's BTF, captures them in guests (Batch per
+// boot), compares each with the model and minimises the disagreements.
+func ImageFuzz(ctx context.Context, o FuzzOptions) (*FuzzReport, error) {
+	t0 := time.Now()
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	if o.Batch <= 0 {
+		o.Batch = 250
+	}
+	if o.OutDir != "" {
+		if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	spec, err := btfmodel.LoadFile(filepath.Join(o.Corpus, "vmlinux.btf.xz"), nil)
+	if err != nil {
+		return nil, fmt.Errorf("image fuzz: %w", err)
+	}
+	pool, err := NewFuzzPool(spec, btfmodel.Kernel(o.Kernel), btfmodel.Arch(o.Arch))
+	if err != nil {
+		return nil, err
+	}
+	pin, err := CorpusPin(o.Corpus)
+	if err != nil {
+		return nil, err
+	}
+	rep := &FuzzReport{Kernel: o.Kernel, Arch: o.Arch, Seed: o.Seed, Kinds: map[string]int{}}
+	rep.Shapes, rep.Uncovered = pool.Shapes()
+	cases := pool.Generate(o.Seed, o.Count)
+	fmt.Fprintf(progress, "%s-%s: %d requests (seed %d) from %d prototype shapes (%d not in the catalogue), %d per boot\n",
+		o.Kernel, o.Arch, len(cases), o.Seed, rep.Shapes, rep.Uncovered, o.Batch)
+	for lo := 0; lo < len(cases); lo += o.Batch {
+		batch := cases[lo:min(lo+o.Batch, len(cases))]
+		got, boots, err := fuzzCapture(ctx, o, pin, batch)
+		rep.Boots += boots
+		if err != nil {
+			return rep, err
+		}
+		for i, c := range batch {
+			fc := FuzzCase{Case: c, Corpus: got[i], Diff: Diff(got[i])}
+			rep.add(fc)
+		}
+		done := lo + len(batch)
+		el := time.Since(t0)
+		fmt.Fprintf(progress, "%s-%s: %d/%d done, %d agree, %d disagree, %v per case\n", o.Kernel, o.Arch, done, len(cases),
+			rep.Agreeing, done-rep.Agreeing-rep.NotCaptured, (el / time.Duration(done)).Round(time.Millisecond))
+	}
+	for _, fc := range rep.Cases {
+		if fc.Diff.Verdict == NotCaptured || agrees(fc.Diff.Verdict) {
+			continue
+		}
+		d := FuzzDisagreement{Kind: disagreementKind(fc.Diff), Original: fc.Diff, Case: fc.Case, Minimised: fc.Case, Diff: fc.Diff, Corpus: fc.Corpus}
+		if o.Minimise {
+			n, err := minimise(ctx, o, pin, pool, &d, progress)
+			rep.Boots += n
+			if err != nil {
+				return rep, err
+			}
+			// A corpus id: the campaign's, which says where it came from.
+			id := d.Case.ID + "-min"
+			cc := *d.Corpus
+			d.Minimised.ID, cc.ID, d.Diff.ID = id, id, id
+			d.Corpus = &cc
+		}
+		rep.Found = append(rep.Found, d)
+	}
+	rep.Duration = time.Since(t0)
+	if rep.Requests > 0 {
+		rep.PerCase = rep.Duration / time.Duration(rep.Requests)
+	}
+	if o.OutDir != "" {
+		if err := rep.write(o.OutDir); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+func (rep *FuzzReport) add(fc FuzzCase) {
+	rep.Requests++
+	rep.Cases = append(rep.Cases, fc)
+	switch {
+	case fc.Diff.Verdict == NotCaptured:
+		rep.NotCaptured++
+	case fc.Corpus.Error != "":
+		rep.Refused++
+	default:
+		rep.Attached++
+	}
+	if agrees(fc.Diff.Verdict) {
+		rep.Agreeing++
+		if fc.Diff.Verdict == Unmodelled {
+			rep.Unmodelled++
+		}
+	} else if fc.Diff.Verdict != NotCaptured {
+		rep.Kinds[disagreementKind(fc.Diff)]++
+	}
+}
+
+// fuzzCapture captures cases in one guest (more when one dies) and returns their corpus
+// lines in order, requests resolved against the corpus's BTF.
+func fuzzCapture(ctx context.Context, o FuzzOptions, pin vm.Pin, cases []Case) ([]*CorpusCase, int, error) {
+	cr, err := Capture(ctx, CaptureOptions{Kernel: o.Kernel, Arch: o.Arch, Cases: cases, Pin: pin,
+		Timeout: 120*time.Second + time.Duration(len(cases))*3*time.Second, Progress: o.Progress})
+	if err != nil {
+		n := 0
+		if cr != nil {
+			n = len(cr.Boots)
+		}
+		return nil, n, err
+	}
+	byID := map[string]*CorpusCase{}
+	for i := range cr.Cases {
+		c := &cr.Cases[i]
+		c.Request.SetDir(o.Corpus)
+		byID[c.ID] = c
+	}
+	out := make([]*CorpusCase, len(cases))
+	for i, c := range cases {
+		if out[i] = byID[c.ID]; out[i] == nil {
+			return nil, len(cr.Boots), fmt.Errorf("%s-%s: case %s: no result", o.Kernel, o.Arch, c.ID)
+		}
+	}
+	return out, len(cr.Boots), nil
+}
+
+// write puts the campaign's files into dir: every result, the summary, and the minimised
+// disagreements as corpus lines and as a cases file for `kernel capture --merge`.
+func (rep *FuzzReport) write(dir string) error {
+	var res, minl strings.Builder
+	for _, fc := range rep.Cases {
+		b, err := json.Marshal(fc)
+		if err != nil {
+			return err
+		}
+		res.Write(b)
+		res.WriteByte('\n')
+	}
+	var mc []Case
+	for _, d := range rep.Found {
+		if d.Corpus != nil {
+			b, err := json.Marshal(d.Corpus)
+			if err != nil {
+				return err
+			}
+			minl.Write(b)
+			minl.WriteByte('\n')
+		}
+		mc = append(mc, d.Minimised)
+	}
+	sum, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	cj, err := json.MarshalIndent(mc, "", "  ")
+	if err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{"results.jsonl": []byte(res.String()), "summary.json": append(sum, '\n'),
+		"minimised.jsonl": []byte(minl.String()), "minimised-cases.json": append(cj, '\n')} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Summary prints the report's figures and its disagreements by kind.
+func (rep *FuzzReport) Summary(w io.Writer) {
+	fmt.Fprintf(w, "%s-%s seed %d: %d requests, %d attached, %d refused, %d not captured; %d agree (%d unmodelled refusals); %d boots, %v, %v per case\n",
+		rep.Kernel, rep.Arch, rep.Seed, rep.Requests, rep.Attached, rep.Refused, rep.NotCaptured, rep.Agreeing, rep.Unmodelled,
+		rep.Boots, rep.Duration.Round(time.Second), rep.PerCase.Round(time.Millisecond))
+	kinds := make([]string, 0, len(rep.Kinds))
+	for k := range rep.Kinds {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(w, "  %4d  %s\n", rep.Kinds[k], k)
+	}
+	for _, d := range rep.Found {
+		fmt.Fprintf(w, "  %s: %s %s (%d programs) -> %s %s (%d programs): %s\n", d.Original.ID, d.Kind, d.Original.Note,
+			len(d.Case.Progs), d.Minimised.ID, d.Minimised.Func, len(d.Minimised.Progs), orDefault(d.Diff.Note, d.Diff.Kernel))
+	}
+}
