@@ -90,6 +90,9 @@ func run(reqPath string) int {
 		newVerifier(req.Verify).verifyAll(req.Verify.Programs)
 		done.Programs = len(req.Verify.Programs)
 	}
+	if req.Cost != nil {
+		emit(wire.KindCost, runCost(req.Cost))
+	}
 	emit(wire.KindDone, done)
 	return 0
 }

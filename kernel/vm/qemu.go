@@ -56,6 +56,9 @@ type RunOptions struct {
 	Console  io.Writer     // raw serial output (optional), for logs
 	Progress io.Writer     // one line per boot milestone and agent log (optional)
 	OnFrame  func(wire.Frame)
+	// ICount runs the guest under -icount shift=0: its clocks advance one ns per executed
+	// instruction, so the guest can count instructions (the cost measurements).
+	ICount bool
 }
 
 // RunResult is a finished guest run.
@@ -108,6 +111,9 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	bin, args, err := QemuCommand(o.Kernel.Arch, o.Kernel.Path, o.Initrd, o.Append)
 	if err != nil {
 		return nil, err
+	}
+	if o.ICount {
+		args = append(args, "-icount", "shift=0")
 	}
 	path, err := exec.LookPath(bin)
 	if err != nil {
@@ -221,6 +227,15 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 // Boot builds an initramfs with agent as /init plus the request, boots it, and returns the
 // frames. workDir holds the initramfs and the console log (console.log).
 func Boot(ctx context.Context, k *KernelImage, agent string, req wire.Request, workDir string, timeout time.Duration, progress io.Writer) (*RunResult, error) {
+	return boot(ctx, k, agent, req, workDir, timeout, progress, false)
+}
+
+// BootICount is Boot under -icount shift=0 (RunOptions.ICount).
+func BootICount(ctx context.Context, k *KernelImage, agent string, req wire.Request, workDir string, timeout time.Duration, progress io.Writer) (*RunResult, error) {
+	return boot(ctx, k, agent, req, workDir, timeout, progress, true)
+}
+
+func boot(ctx context.Context, k *KernelImage, agent string, req wire.Request, workDir string, timeout time.Duration, progress io.Writer, icount bool) (*RunResult, error) {
 	bin, err := os.ReadFile(agent)
 	if err != nil {
 		return nil, fmt.Errorf("read agent: %w", err)
@@ -245,7 +260,7 @@ func Boot(ctx context.Context, k *KernelImage, agent string, req wire.Request, w
 		return nil, err
 	}
 	defer logf.Close()
-	return Run(ctx, RunOptions{Kernel: k, Initrd: initrd, Timeout: timeout, Console: logf, Progress: progress})
+	return Run(ctx, RunOptions{Kernel: k, Initrd: initrd, Timeout: timeout, Console: logf, Progress: progress, ICount: icount})
 }
 
 // tail keeps the last n console lines.

@@ -55,6 +55,9 @@ type Request struct {
 	Cases  []Case `json:"cases,omitempty"`
 	// Verify: load programs through the verifier (KindVerify frames), after the cases.
 	Verify *VerifyRequest `json:"verify,omitempty"`
+	// Cost: count the instructions of attach paths (KindCost frame), after the cases; the
+	// guest runs under qemu -icount.
+	Cost *CostRequest `json:"cost,omitempty"`
 }
 
 // Case is one attachment to capture: programs attached to Func in the given order.
@@ -194,6 +197,69 @@ type StructOpsSlot struct {
 	Ptr    jit.Addr `json:"ptr,omitempty"`
 	Size   int      `json:"size"` // code bytes (to the end of code)
 	Page   int      `json:"page"`
+}
+
+// KindCost carries the one CostResult of a Cost request.
+const KindCost = "cost"
+
+// CostRequest asks for per-hit path lengths and attach costs on one traced function.
+type CostRequest struct {
+	Func       string   `json:"func"`       // called by BPF_PROG_TEST_RUN (bpf_modify_return_test)
+	Mechanisms []string `json:"mechanisms"` // kprobe, kretprobe, kprobe_multi, kretprobe_multi, fentry, fexit, fmod_ret, raw_tp, tp_btf
+	Counts     []int    `json:"counts"`     // programs attached at once
+	Batches    int      `json:"batches"`    // measurements per point (the median is taken)
+	Batch      int      `json:"batch"`      // hits per measurement
+	Loop       []int    `json:"loop,omitempty"`
+	Attach     int      `json:"attach,omitempty"` // attach 1..Attach fentry programs, one at a time
+}
+
+// CostStat is the spread of one point's measurements, in instructions per hit.
+type CostStat struct {
+	Median  float64 `json:"median"`
+	Min     float64 `json:"min"`
+	Max     float64 `json:"max"`
+	P10     float64 `json:"p10"`
+	P90     float64 `json:"p90"`
+	Samples int     `json:"samples"`
+}
+
+// CostPath is one mechanism with Progs programs attached; Stat is per hit, the baseline
+// (Base) not subtracted.
+type CostPath struct {
+	Mech  string   `json:"mech"`
+	Progs int      `json:"progs"`
+	Stat  CostStat `json:"stat"`
+	Base  float64  `json:"base"` // the uninstrumented trigger's median, measured just before, per hit
+	Error string   `json:"error,omitempty"` // where the kernel stopped attaching
+	Errno string   `json:"errno,omitempty"`
+}
+
+// CostLoop is a known loop of Iters iterations of PerIter instructions, counted MinTicks
+// (the fewest of several tries: an interrupt only adds).
+type CostLoop struct {
+	Iters    int    `json:"iters"`
+	PerIter  int    `json:"per_iter"`
+	MinTicks uint64 `json:"min_ticks"`
+}
+
+// CostAttach is attaching the Nth fentry program to Func: counter ticks (guest virtual
+// time) and the attaching thread's CPU time (CLOCK_THREAD_CPUTIME_ID), both in ns.
+type CostAttach struct {
+	N        int    `json:"n"`
+	Ticks    uint64 `json:"ticks"`
+	ThreadNs int64  `json:"thread_ns"`
+	Error    string `json:"error,omitempty"`
+}
+
+// CostResult is a Cost request's answer.
+type CostResult struct {
+	Counter   string       `json:"counter"`    // "rdtsc" or "cntvct_el0"
+	CounterHz uint64       `json:"counter_hz"` // CNTFRQ_EL0; 0 for the TSC (one tick per instruction under -icount shift=0)
+	Baseline  CostStat     `json:"baseline"`   // the uninstrumented trigger, per hit
+	Loop      []CostLoop   `json:"loop,omitempty"`
+	Paths     []CostPath   `json:"paths,omitempty"`
+	Attach    []CostAttach `json:"attach,omitempty"`
+	Error     string       `json:"error,omitempty"`
 }
 
 // Done ends a boot's output.

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/trampjit/trampjit/kernel"
+)
+
+// runKernelCost boots one guest under qemu -icount shift=0 and prints the instructions each
+// attach mechanism adds per hit of the traced function, and what each fentry attach costs.
+func runKernelCost(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("kernel cost", stderr)
+	p := profileFlags{fetchable: true}
+	var mechs, counts string
+	var batches, batch, attach int
+	var out output
+	p.register(fs.StringVar)
+	fs.StringVar(&mechs, "mech", strings.Join(kernel.CostMechanisms, ","), "mechanisms, comma-separated")
+	fs.StringVar(&counts, "progs", "1,4,16,38", "program counts, comma-separated")
+	fs.IntVar(&batches, "batches", 15, "measurements per point (the median is reported)")
+	fs.IntVar(&batch, "batch", 16, "hits per measurement")
+	fs.IntVar(&attach, "attach", 38, "count attaching fentry programs 1..N (0: none)")
+	out.register(fs, "text or json")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: trampjit kernel cost [flags]\n\n"+
+			"Counts, in a guest under qemu -icount shift=0, the instructions the kernel executes per call\n"+
+			"of %s under each attach mechanism, and per fentry attach.\n\n%s\n", kernel.CostFunc, kernelExitStatus)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := out.check("text", "json"); err != nil {
+		return err
+	}
+	if err := p.check(); err != nil {
+		return err
+	}
+	o := kernel.CostOptions{Kernel: p.kernel, Arch: p.arch, Batches: batches, Batch: batch, Attach: attach, Progress: stderr}
+	if attach == 0 {
+		o.Attach = -1
+	}
+	if batches < 1 || batch < 1 {
+		return usageErr("--batches and --batch: want at least 1")
+	}
+	o.Mechanisms = strings.Split(mechs, ",")
+	for _, c := range strings.Split(counts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || n < 1 || n > 64 {
+			return usageErr("--progs: %q is not a program count 1..64", c)
+		}
+		o.Counts = append(o.Counts, n)
+	}
+	ctx, stop := interruptible()
+	defer stop()
+	rep, err := kernel.Cost(ctx, o)
+	if err != nil {
+		return asInterrupt(ctx, err)
+	}
+	if out.format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return writeCostText(stdout, rep)
+}
+
+func writeCostText(w io.Writer, r *kernel.CostReport) error {
+	fmt.Fprintf(w, "%s %s (%s): %s, counter %s", r.Kernel, r.Arch, r.Release, r.Func, r.Counter)
+	if r.CounterHz != 0 {
+		fmt.Fprintf(w, " at %d Hz (%.0f instructions per tick)", r.CounterHz, r.InsnsPerTick())
+	}
+	fmt.Fprintln(w)
+	for _, l := range r.Loop {
+		fmt.Fprintf(w, "  known loop %7d x %d instructions: %9.0f counted\n", l.Iters, l.PerIter, float64(l.MinTicks)*r.InsnsPerTick())
+	}
+	if err := r.LoopExact(); err != nil {
+		fmt.Fprintf(w, "  counter NOT exact: %v\n", err)
+	} else {
+		fmt.Fprintln(w, "  counter exact on the known loop")
+	}
+	fmt.Fprintf(w, "  uninstrumented call (BPF_PROG_TEST_RUN): %.0f instructions\n", r.Baseline.Median)
+	fmt.Fprintf(w, "  %-16s %5s %10s %10s %10s\n", "mechanism", "progs", "added", "p10", "p90")
+	for _, p := range r.Paths {
+		if p.Error != "" {
+			fmt.Fprintf(w, "  %-16s %5d %s\n", p.Mech, p.Progs, p.Error)
+			continue
+		}
+		fmt.Fprintf(w, "  %-16s %5d %10.0f %10.0f %10.0f\n", p.Mech, p.Progs, kernel.Added(p), p.Stat.P10-p.Base, p.Stat.P90-p.Base)
+	}
+	for _, a := range r.Attach {
+		if a.Error != "" {
+			fmt.Fprintf(w, "  attach fentry #%d: %s\n", a.N, a.Error)
+			continue
+		}
+		fmt.Fprintf(w, "  attach fentry #%-2d %9d ticks (guest ns) %9d thread ns\n", a.N, a.Ticks, a.ThreadNs)
+	}
+	return nil
+}
