@@ -14,54 +14,66 @@ import (
 // maxMinimiseRounds bounds the re-captures of one disagreement (each round is one boot).
 const maxMinimiseRounds = 8
 
-// minimise shrinks a disagreement: each round captures every one-step simplification of the
-// current case in one guest (a program fewer, a flag or cookie cleared, a program made
-// fentry, a prototype with an argument fewer or a void return) and keeps the first that
-// still disagrees the same way. The original is captured again in the first round: a
-// disagreement it does not repeat is marked unconfirmed.
-func minimise(ctx context.Context, o FuzzOptions, pin vm.Pin, pool *FuzzPool, d *FuzzDisagreement, progress io.Writer) (int, error) {
+// minimise shrinks disagreements: each round captures every one-step simplification of
+// each one's current case (a program fewer, a flag or cookie cleared, a program made fentry,
+// a prototype with an argument fewer or a void return), all in one guest, and keeps the
+// first that still disagrees the same way. The originals are captured again in the first
+// round: a disagreement that does not repeat stays unconfirmed.
+func minimise(ctx context.Context, o FuzzOptions, pin vm.Pin, pool *FuzzPool, ds []*FuzzDisagreement, progress io.Writer) (int, error) {
 	boots := 0
-	cur := d.Case
+	cur := make([]Case, len(ds))
+	active := make([]bool, len(ds))
+	for i, d := range ds {
+		cur[i], active[i] = d.Case, true
+	}
 	for round := 1; round <= maxMinimiseRounds; round++ {
-		cands := simpler(pool, cur)
-		if round == 1 {
-			cands = append(cands, d.Case)
+		var all []Case
+		owner := map[string]int{}
+		orig := map[string]bool{}
+		for i, d := range ds {
+			if !active[i] {
+				continue
+			}
+			cands := simpler(pool, cur[i])
+			if round == 1 {
+				cands = append(cands, d.Case)
+			}
+			for j := range cands {
+				cands[j].ID = fmt.Sprintf("%s-m%d-%d", d.Case.ID, round, j)
+				owner[cands[j].ID] = i
+				if round == 1 && j == len(cands)-1 {
+					orig[cands[j].ID] = true
+				}
+			}
+			all = append(all, cands...)
 		}
-		if len(cands) == 0 {
+		if len(all) == 0 {
 			break
 		}
-		for j := range cands {
-			cands[j].ID = fmt.Sprintf("%s-m%d-%d", d.Case.ID, round, j)
-		}
-		fmt.Fprintf(progress, "%s-%s: minimising %s (%s), round %d: %d candidates\n", o.Kernel, o.Arch, d.Case.ID, d.Kind, round, len(cands))
-		got, n, err := fuzzCapture(ctx, o, pin, cands)
+		fmt.Fprintf(progress, "%s-%s: minimising %d disagreements, round %d: %d candidates\n", o.Kernel, o.Arch, len(owner), round, len(all))
+		got, n, err := fuzzCapture(ctx, o, pin, all)
 		boots += n
 		if err != nil {
 			return boots, err
 		}
-		next := -1
+		moved := make([]bool, len(ds))
 		for j, c := range got {
-			r := Diff(c)
-			if r.Verdict != d.Original.Verdict {
+			i := owner[all[j].ID]
+			d := ds[i]
+			r := fuzzDiff(c)
+			if r.Verdict != d.Original.Verdict || moved[i] {
 				continue
 			}
-			if round == 1 && j == len(got)-1 {
-				d.Confirmed = true
-				if next < 0 {
-					d.Minimised, d.Diff, d.Corpus = cands[j], r, c
-				}
-				continue
+			d.Confirmed = true
+			if !orig[all[j].ID] {
+				moved[i] = true
+				cur[i] = all[j]
 			}
-			if next < 0 {
-				next = j
-				d.Minimised, d.Diff, d.Corpus = cands[j], r, c
-				d.Confirmed = true
-			}
+			d.Minimised, d.Diff, d.Corpus = all[j], r, c
 		}
-		if next < 0 {
-			break
+		for i := range ds {
+			active[i] = active[i] && moved[i]
 		}
-		cur = cands[next]
 	}
 	return boots, nil
 }

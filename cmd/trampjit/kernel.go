@@ -32,6 +32,7 @@ var kernelCommands = map[string]command{
 	"cases":   {"print the corpus case catalogue for a kernel and arch (JSON lines, --format json or text)", runKernelCases},
 	"capture": {"boot a kernel under qemu and capture trampolines, runs and verdicts", runKernelCapture},
 	"cost":    {"count the instructions each attach mechanism costs per hit, in a guest under qemu -icount", runKernelCost},
+	"fuzz":    {"draw random attach requests from a kernel's BTF, capture them in guests and diff them with the model", runKernelFuzz},
 	"verify":  {"load programs (ELF objects, JSON instruction lists) through a real kernel's verifier", runKernelVerify},
 }
 
