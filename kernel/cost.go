@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -14,10 +15,38 @@ import (
 )
 
 // CostMechanisms are the attach mechanisms Cost measures, in table order.
-var CostMechanisms = []string{"kprobe", "kretprobe", "kprobe_multi", "kretprobe_multi", "fentry", "fexit", "fmod_ret", "raw_tp", "tp_btf"}
+var CostMechanisms = []string{"kprobe", "kprobe_trap", "kretprobe", "kprobe_multi", "kretprobe_multi", "fentry", "fexit", "fmod_ret", "raw_tp", "tp_btf"}
 
 // CostCounts are the program counts of each mechanism's points.
 var CostCounts = []int{1, 4, 16, 38}
+
+// CostKernels are the profiles the claims table measures: 6.12 and the newest.
+var CostKernels = []string{"6.12", "7.2"}
+
+// ReadCostReport reads a report written by WriteCostReport.
+func ReadCostReport(path string) (*CostReport, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r CostReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// WriteCostReport writes r as indented JSON, creating the directory.
+func WriteCostReport(path string, r *CostReport) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
 
 // CostFunc is the traced function: BPF_PROG_TEST_RUN of an fmod_ret program calls it (and
 // nothing else traced), and fmod_ret may attach to it (ALLOW_ERROR_INJECTION).
@@ -28,10 +57,10 @@ type CostOptions struct {
 	Kernel, Arch string
 	Mechanisms   []string // default CostMechanisms
 	Counts       []int    // default CostCounts
-	Batches      int      // measurements per point (default 15)
-	Batch        int      // hits per measurement (default 16)
+	Batches      int      // measurements per point (default 31)
+	Batch        int      // hits per measurement (default 8)
 	Loop         []int    // known-loop iteration counts (default 1000, 2000, 100000, 200000)
-	Attach       int      // fentry attaches to count, 1..Attach (default 38; -1 none)
+	Attach       int      // fentry attaches to count, 1..Attach (default 39; -1 none)
 	Timeout      time.Duration
 	WorkDir      string
 	Progress     io.Writer
@@ -43,6 +72,8 @@ type CostReport struct {
 	Arch    string `json:"arch"`
 	Release string `json:"release"`
 	Func    string `json:"func"`
+	Batch   int    `json:"batch"`   // hits per measurement
+	Batches int    `json:"batches"` // measurements per point
 	wire.CostResult
 	BootSeconds float64 `json:"boot_seconds"`
 	RunSeconds  float64 `json:"run_seconds"`
@@ -73,17 +104,17 @@ func Cost(ctx context.Context, o CostOptions) (*CostReport, error) {
 		}
 	}
 	if req.Batches <= 0 {
-		req.Batches = 15
+		req.Batches = 31
 	}
 	if req.Batch <= 0 {
-		req.Batch = 16
+		req.Batch = 8
 	}
 	if req.Loop == nil {
 		req.Loop = []int{1000, 2000, 100000, 200000}
 	}
 	switch {
 	case req.Attach == 0:
-		req.Attach = 38
+		req.Attach = 39 // one past BPF_MAX_TRAMP_LINKS: where the kernel stops
 	case req.Attach < 0:
 		req.Attach = 0
 	}
@@ -105,7 +136,7 @@ func Cost(ctx context.Context, o CostOptions) (*CostReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &CostReport{Kernel: k.Kernel, Arch: k.Arch, Func: req.Func, BootSeconds: res.BootTime.Seconds(), RunSeconds: res.Duration.Seconds()}
+	rep := &CostReport{Kernel: k.Kernel, Arch: k.Arch, Func: req.Func, Batch: req.Batch, Batches: req.Batches, BootSeconds: res.BootTime.Seconds(), RunSeconds: res.Duration.Seconds()}
 	found := false
 	for _, f := range res.Frames {
 		switch f.Kind {

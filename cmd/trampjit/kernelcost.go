@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -15,15 +16,20 @@ import (
 func runKernelCost(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("kernel cost", stderr)
 	p := profileFlags{fetchable: true}
-	var mechs, counts string
+	var mechs, counts, updateDoc, save, from string
 	var batches, batch, attach int
+	var all bool
 	var out output
 	p.register(fs.StringVar)
 	fs.StringVar(&mechs, "mech", strings.Join(kernel.CostMechanisms, ","), "mechanisms, comma-separated")
 	fs.StringVar(&counts, "progs", "1,4,16,38", "program counts, comma-separated")
-	fs.IntVar(&batches, "batches", 15, "measurements per point (the median is reported)")
-	fs.IntVar(&batch, "batch", 16, "hits per measurement")
-	fs.IntVar(&attach, "attach", 38, "count attaching fentry programs 1..N (0: none)")
+	fs.IntVar(&batches, "batches", 31, "measurements per point (the median is reported)")
+	fs.IntVar(&batch, "batch", 8, "hits per measurement")
+	fs.IntVar(&attach, "attach", 39, "count attaching fentry programs 1..N (0: none); the kernel refuses the 39th")
+	fs.BoolVar(&all, "all", false, "measure every guest the claims table needs: amd64 and arm64 on "+strings.Join(kernel.CostKernels, " and "))
+	fs.StringVar(&updateDoc, "update-doc", "", "rewrite the generated section of this markdown file (docs/cost.md) from the reports")
+	fs.StringVar(&save, "save", "", "write each guest's report as DIR/<kernel>-<arch>.json")
+	fs.StringVar(&from, "from", "", "read the reports from DIR (written by --save) instead of booting guests")
 	out.register(fs, "text or json")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: trampjit kernel cost [flags]\n\n"+
@@ -55,18 +61,53 @@ func runKernelCost(args []string, stdout, stderr io.Writer) error {
 		}
 		o.Counts = append(o.Counts, n)
 	}
+	guests := [][2]string{{p.kernel, p.arch}}
+	if all || from != "" {
+		guests = nil
+		for _, k := range kernel.CostKernels {
+			for _, a := range []string{"amd64", "arm64"} {
+				guests = append(guests, [2]string{k, a})
+			}
+		}
+	}
 	ctx, stop := interruptible()
 	defer stop()
-	rep, err := kernel.Cost(ctx, o)
-	if err != nil {
-		return asInterrupt(ctx, err)
+	var reps []*kernel.CostReport
+	for _, g := range guests {
+		var rep *kernel.CostReport
+		var err error
+		if from != "" {
+			rep, err = kernel.ReadCostReport(filepath.Join(from, g[0]+"-"+g[1]+".json"))
+		} else {
+			o.Kernel, o.Arch = g[0], g[1]
+			rep, err = kernel.Cost(ctx, o)
+		}
+		if err != nil {
+			return asInterrupt(ctx, err)
+		}
+		if save != "" {
+			if err := kernel.WriteCostReport(filepath.Join(save, g[0]+"-"+g[1]+".json"), rep); err != nil {
+				return err
+			}
+		}
+		reps = append(reps, rep)
+		if out.format == "json" {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(rep); err != nil {
+				return err
+			}
+		} else if err := writeCostText(stdout, rep); err != nil {
+			return err
+		}
 	}
-	if out.format == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+	if updateDoc != "" {
+		if err := kernel.UpdateCostDoc(updateDoc, reps); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote the kernel cost section of %s (%d guests)\n", updateDoc, len(reps))
 	}
-	return writeCostText(stdout, rep)
+	return nil
 }
 
 func writeCostText(w io.Writer, r *kernel.CostReport) error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -21,16 +22,14 @@ import (
 // them (plus idle time, which the measurements here do not have, and interrupts, which the
 // median of many measurements leaves out).
 
-// costMaxProgs is how many programs of one kind the agent loads: BPF_MAX_TRAMP_LINKS on
-// x86_64 and arm64 (include/linux/bpf.h), the most a trampoline takes.
-const costMaxProgs = 38
-
 type coster struct {
 	req   *wire.CostRequest
 	scale float64 // instructions per tick
 	trig  int     // the trigger's fd: its BPF_PROG_TEST_RUN calls req.Func
 	progs map[string][]*ebpf.Program
 	keep  *ebpf.Program
+	// trapOff is kprobe_trap's offset into the function (cost_kprobe.go).
+	trapOff uint64
 }
 
 // runCost answers a cost request.
@@ -100,6 +99,11 @@ func (c *coster) testRun() error {
 	return nil
 }
 
+// settle lets the work an attach or detach leaves to kernel threads (RCU callbacks freeing
+// old images, ftrace's deferred updates) finish before a measurement: the guest idles, which
+// under -icount costs no host time (the clock jumps to the next timer).
+func settle() { time.Sleep(200 * time.Millisecond) }
+
 // measure counts Batches batches of Batch triggers (after one discarded batch) and returns
 // the per-hit spread.
 func (c *coster) measure() wire.CostStat {
@@ -123,6 +127,7 @@ func (c *coster) measure() wire.CostStat {
 // path attaches n programs of mechanism m to the function, measures, and detaches them.
 func (c *coster) path(m string, n int) wire.CostPath {
 	p := wire.CostPath{Mech: m, Progs: n}
+	settle()
 	p.Base = c.measure().Median
 	progs, err := c.load(m, n)
 	if err != nil {
@@ -130,6 +135,9 @@ func (c *coster) path(m string, n int) wire.CostPath {
 		return p
 	}
 	var links []func()
+	if m == "kprobe_trap" {
+		defer setOptprobes(true)
+	}
 	defer func() {
 		for _, cl := range links {
 			cl()
@@ -143,6 +151,7 @@ func (c *coster) path(m string, n int) wire.CostPath {
 		}
 		links = append(links, cl)
 	}
+	settle()
 	p.Stat = c.measure()
 	return p
 }
@@ -163,7 +172,7 @@ func (c *coster) loadOne(m string) (*ebpf.Program, error) {
 	spec := &ebpf.ProgramSpec{Name: "tj_cost", License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
 	switch m {
-	case "kprobe", "kretprobe":
+	case "kprobe", "kretprobe", "kprobe_trap":
 		spec.Type = ebpf.Kprobe
 	case "kprobe_multi", "kretprobe_multi":
 		spec.Type, spec.AttachType = ebpf.Kprobe, ebpf.AttachTraceKprobeMulti
@@ -194,6 +203,14 @@ func (c *coster) attach(m string, prog *ebpf.Program) (func(), error) {
 		l, err = link.Kprobe(fn, prog, nil)
 	case "kretprobe":
 		l, err = link.Kretprobe(fn, prog, nil)
+	case "kprobe_trap":
+		if c.trapOff == 0 {
+			if c.trapOff, err = trapOffset(fn); err != nil {
+				return nil, err
+			}
+		}
+		setOptprobes(false)
+		l, err = link.Kprobe(fn, prog, &link.KprobeOptions{Offset: c.trapOff})
 	case "kprobe_multi":
 		l, err = link.KprobeMulti(prog, link.KprobeMultiOptions{Symbols: []string{fn}})
 	case "kretprobe_multi":
@@ -222,7 +239,7 @@ func (c *coster) attach(m string, prog *ebpf.Program) (func(), error) {
 // rebuilds the trampoline image for all programs attached so far.
 func (c *coster) attachCost(n int) []wire.CostAttach {
 	var out []wire.CostAttach
-	progs, err := c.load("fentry", min(n, costMaxProgs))
+	progs, err := c.load("fentry", n)
 	if err != nil {
 		return []wire.CostAttach{{N: 1, Error: err.Error()}}
 	}

@@ -229,7 +229,7 @@ type CostPath struct {
 	Mech  string   `json:"mech"`
 	Progs int      `json:"progs"`
 	Stat  CostStat `json:"stat"`
-	Base  float64  `json:"base"` // the uninstrumented trigger's median, measured just before, per hit
+	Base  float64  `json:"base"`            // the uninstrumented trigger's median, measured just before, per hit
 	Error string   `json:"error,omitempty"` // where the kernel stopped attaching
 	Errno string   `json:"errno,omitempty"`
 }
