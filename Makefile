@@ -25,7 +25,7 @@ UCENV = if [ "$(UNICORN)" != system ] && [ -f "$(UCPC)/unicorn.pc" ]; then \
 DEBS := gcc libc6-dev pkg-config libunicorn-dev qemu-system-x86 qemu-system-arm qemu-system-misc opensbi \
 	binutils binutils-aarch64-linux-gnu binutils-riscv64-linux-gnu clang llvm xz-utils ca-certificates chromium
 
-.PHONY: all deps build demo test vet tidy nocgo bench golden fuzz kernels corpus clean
+.PHONY: all deps build demo test vet tidy nocgo bench golden fuzz kernels corpus claims clean
 
 all: build
 
@@ -95,6 +95,13 @@ tidy:
 nocgo:
 	CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/trampjit
 
+# The claims table of docs/cost.md: per-hit path lengths and attach costs counted in guests
+# under qemu -icount shift=0 (amd64 and arm64, 6.12 and the newest profile; ~10 min), the
+# reports kept in testdata/cost/ (`trampjit kernel cost --from testdata/cost --update-doc
+# docs/cost.md` re-renders without booting).
+claims: build
+	bin/trampjit kernel cost --all --save testdata/cost --update-doc docs/cost.md
+
 # Every benchmark on the library the build uses, then the emulation ones again on the
 # system's libunicorn when that is another.
 bench: deps
@@ -144,6 +151,24 @@ verifier-fuzz: deps
 			-fuzzcount $(FUZZCOUNT) -fuzzbatch $(FUZZBATCH) -fuzzseed $(FUZZSEED) -fuzzprofile $$p \
 			$(if $(FUZZOUT),-fuzzjson $(abspath $(FUZZOUT))/$$p.json) \
 			$(if $(FUZZCACHE),-fuzzcache $(abspath $(FUZZCACHE))) || fail=1; \
+	done; exit $$fail
+
+# Differential run of images: IMAGEFUZZCOUNT random attach requests per profile/arch drawn
+# from the corpus's BTF (testdata/kernel/<p>/vmlinux.btf.xz), captured in guests (a boot per
+# 250) and compared with the model; disagreements are minimised (re-captured) and written to
+# IMAGEFUZZOUT/<p>/ (minimised.jsonl corpus lines, minimised-cases.json for kernel capture
+# --merge). Not part of make test, which runs 50 per profile/arch (TestImageFuzzSample).
+# docs/image-fuzz.md has the figures of the last run.
+IMAGEFUZZCOUNT ?= 2000
+IMAGEFUZZSEED ?= 1
+IMAGEFUZZPROFILE ?= 6.12-amd64 7.2-amd64 6.12-arm64 7.2-arm64 6.12-riscv64 7.2-riscv64
+IMAGEFUZZOUT ?= bin/image-fuzz
+.PHONY: image-fuzz
+image-fuzz: build
+	@fail=0; for p in $(IMAGEFUZZPROFILE); do \
+		echo "== image-fuzz $$p: $(IMAGEFUZZCOUNT) requests, seed $(IMAGEFUZZSEED)"; \
+		bin/trampjit kernel fuzz --quiet --count $(IMAGEFUZZCOUNT) --seed $(IMAGEFUZZSEED) \
+			--kernel $${p%-*} --arch $${p##*-} --out $(IMAGEFUZZOUT)/$$p || fail=1; \
 	done; exit $$fail
 
 # Source mutation run over amd64, arm64, btfmodel, verifier and the emu oracle (one core,
