@@ -28,8 +28,9 @@ type Requirement struct {
 }
 
 // kernelFunction: the case attaches to a kernel function, not to a BPF program the agent
-// loads (wire.Case.Target "bpf").
-func kernelFunction(c wire.Case) bool { return c.Target == "" }
+// loads (wire.Case.Target "bpf"), and is no struct_ops member (whose image is entered through
+// its ops table, without ftrace).
+func kernelFunction(c wire.Case) bool { return c.Target == "" && c.StructOps == nil }
 
 func hasKind(c wire.Case, k btfmodel.AttachType) bool {
 	return slices.ContainsFunc(c.Progs, func(p jit.Prog) bool { return p.Kind == k })
@@ -155,8 +156,8 @@ func (r Requirement) StopsCase(k btfmodel.Kernel, arch string, c wire.Case) bool
 // needsErrorInjection: a program of the case is refused at load without an error-injection
 // list and admitted with the function on it (btfmodel.CheckAttach models both).
 func needsErrorInjection(k btfmodel.Kernel, arch btfmodel.Arch, c wire.Case) bool {
-	if c.Target != "" {
-		return false
+	if c.Target != "" || c.StructOps != nil {
+		return false // a sleepable struct_ops program is the table's to allow, not the list's
 	}
 	for _, p := range c.Progs {
 		if p.Kind != btfmodel.ModRet && !p.Sleepable {

@@ -37,10 +37,11 @@ func readCorpus(t *testing.T, name string) []captured {
 		var r struct {
 			ID      string `json:"id"`
 			Request struct {
-				Func   string     `json:"func"`
-				Proto  string     `json:"proto"`
-				Progs  []jit.Prog `json:"progs"`
-				Target string     `json:"target"`
+				Func      string         `json:"func"`
+				Proto     string         `json:"proto"`
+				Progs     []jit.Prog     `json:"progs"`
+				Target    string         `json:"target"`
+				StructOps *jit.StructOps `json:"struct_ops"`
 			} `json:"request"`
 			Error string `json:"error"`
 			Stage string `json:"stage"`
@@ -54,7 +55,12 @@ func readCorpus(t *testing.T, name string) []captured {
 				fn = m[1]
 			}
 		}
-		out = append(out, captured{wire.Case{ID: r.ID, Func: fn, Progs: r.Request.Progs, Target: r.Request.Target}, r.Error, r.Stage})
+		cs := wire.Case{ID: r.ID, Func: fn, Progs: r.Request.Progs, Target: r.Request.Target}
+		if so := r.Request.StructOps; so != nil {
+			cs.Func = so.String()
+			cs.StructOps = &wire.StructOpsCase{Ops: so.Ops}
+		}
+		out = append(out, captured{cs, r.Error, r.Stage})
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
@@ -110,12 +116,13 @@ func TestDebianConfigsCapture(t *testing.T) {
 				}
 			}
 			// Direct calls are missing exactly where no kernel-function case attached.
-			attached := slices.ContainsFunc(corpus, func(cs captured) bool { return cs.Target == "" && cs.Error == "" })
+			kfunc := func(cs captured) bool { return cs.Target == "" && cs.StructOps == nil }
+			attached := slices.ContainsFunc(corpus, func(cs captured) bool { return kfunc(cs) && cs.Error == "" })
 			if dc := missing(ms, "CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS"); (dc == nil) != attached {
 				t.Errorf("DYNAMIC_FTRACE_WITH_DIRECT_CALLS missing: %v; a kernel-function case attached: %v", dc != nil, attached)
 			} else if dc != nil {
 				for _, cs := range corpus {
-					if stopped := slices.Contains(dc.Cases, cs.ID); stopped != (cs.Target == "") {
+					if stopped := slices.Contains(dc.Cases, cs.ID); stopped != kfunc(cs) {
 						t.Errorf("%s (target %q): stopped %v", cs.ID, cs.Target, stopped)
 					}
 				}
@@ -220,7 +227,7 @@ func TestNonFatalCosts(t *testing.T) {
 		if slices.ContainsFunc(cs.Progs, func(p jit.Prog) bool { return p.Kind == btfmodel.LSM }) {
 			lsm = append(lsm, cs.ID)
 		}
-		if cs.Target != "bpf" {
+		if cs.Target != "bpf" && cs.StructOps == nil { // struct_ops images need no ftrace
 			kernelFuncs = append(kernelFuncs, cs.ID)
 		}
 	}
