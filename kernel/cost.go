@@ -20,6 +20,10 @@ var CostMechanisms = []string{"kprobe", "kprobe_trap", "kretprobe", "kprobe_mult
 // CostCounts are the program counts of each mechanism's points.
 var CostCounts = []int{1, 4, 16, 38}
 
+// costOptions are the kernel options that decide which path a mechanism takes: kprobe_multi
+// needs FPROBE; KPROBES_ON_FTRACE makes an entry kprobe an ftrace callback; OPTPROBES jumps.
+var costOptions = []string{"CONFIG_FPROBE", "CONFIG_KPROBES_ON_FTRACE", "CONFIG_OPTPROBES", "CONFIG_HZ"}
+
 // CostKernels are the profiles the claims table measures: 6.12 and the newest.
 var CostKernels = []string{"6.12", "7.2"}
 
@@ -75,8 +79,10 @@ type CostReport struct {
 	Batch   int    `json:"batch"`   // hits per measurement
 	Batches int    `json:"batches"` // measurements per point
 	wire.CostResult
-	BootSeconds float64 `json:"boot_seconds"`
-	RunSeconds  float64 `json:"run_seconds"`
+	// Config are the build options that decide the mechanisms' paths (costOptions), "" unset.
+	Config      map[string]string `json:"config,omitempty"`
+	BootSeconds float64           `json:"boot_seconds"`
+	RunSeconds  float64           `json:"run_seconds"`
 }
 
 // Cost boots the kernel under qemu -icount shift=0 and counts, in the guest, the
@@ -137,6 +143,14 @@ func Cost(ctx context.Context, o CostOptions) (*CostReport, error) {
 		return nil, err
 	}
 	rep := &CostReport{Kernel: k.Kernel, Arch: k.Arch, Func: req.Func, Batch: req.Batch, Batches: req.Batches, BootSeconds: res.BootTime.Seconds(), RunSeconds: res.Duration.Seconds()}
+	if k.Config != "" {
+		if kc, err := vm.ReadKernelConfig(k.Config); err == nil {
+			rep.Config = map[string]string{}
+			for _, o := range costOptions {
+				rep.Config[o] = kc.Value(o)
+			}
+		}
+	}
 	found := false
 	for _, f := range res.Frames {
 		switch f.Kind {

@@ -202,6 +202,11 @@ func cell(r *CostReport, m string, n int) string {
 		return "-"
 	}
 	if pt.Error != "" {
+		if strings.HasPrefix(m, "kprobe_multi") || strings.HasPrefix(m, "kretprobe_multi") {
+			if v, ok := r.Config["CONFIG_FPROBE"]; ok && v == "" {
+				return "refused: no fprobe (CONFIG_FPROBE is not set)"
+			}
+		}
 		if pt.Errno != "" {
 			return "refused: " + pt.Errno
 		}

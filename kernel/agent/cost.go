@@ -258,7 +258,9 @@ func (c *coster) attachCost(n int) []wire.CostAttach {
 		_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts1)
 		a := wire.CostAttach{N: i + 1, Ticks: uint64(float64(t1-t0) * c.scale), ThreadNs: ts1.Nano() - ts0.Nano()}
 		if err != nil {
-			a.Error = err.Error()
+			if a.Error = errnoOf(err); a.Error == "" {
+				a.Error = err.Error()
+			}
 			out = append(out, a)
 			break
 		}
