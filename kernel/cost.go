@@ -15,7 +15,7 @@ import (
 )
 
 // CostMechanisms are the attach mechanisms Cost measures, in table order.
-var CostMechanisms = []string{"kprobe", "kprobe_trap", "kretprobe", "kprobe_multi", "kretprobe_multi", "fentry", "fexit", "fmod_ret", "raw_tp", "tp_btf"}
+var CostMechanisms = []string{"kprobe", "kprobe_trap", "kprobe_opt", "kretprobe", "kprobe_multi", "kretprobe_multi", "fentry", "fexit", "fmod_ret", "raw_tp", "tp_btf"}
 
 // CostCounts are the program counts of each mechanism's points.
 var CostCounts = []int{1, 4, 16, 38}

@@ -78,7 +78,8 @@ func RenderCostDoc(reports []*CostReport) string {
 		"mechanism's whole path (the entry into it, the kernel's helpers, the program, the way back).\n\n")
 	p("**Mechanisms.** kprobe: a perf kprobe on the function's entry, which x86_64 (KPROBES_ON_FTRACE) turns into an\n" +
 		"ftrace callback, without a trap; kprobe_trap: a kprobe on the instruction after the ftrace patch site, which is\n" +
-		"a breakpoint (int3 / brk) with optimisation (jump) off: the two-trap path the claims describe; kretprobe;\n" +
+		"a breakpoint (int3 / brk) with optimisation (jump) off: the two-trap path the claims describe; kprobe_opt:\n" +
+		"the same probe with optimisation on (x86_64 OPTPROBES: a jump to a detour buffer; arm64 has none); kretprobe;\n" +
 		"kprobe_multi / kretprobe_multi (fprobe); fentry, fexit, fmod_ret (one trampoline); raw_tp and tp_btf on\n" +
 		"`sys_enter`, the raw tracepoint on the trigger's path (attaching it sends every syscall through\n" +
 		"syscall_trace_enter, which is part of its figure).\n\n")
@@ -139,6 +140,19 @@ func RenderCostDoc(reports []*CostReport) string {
 			}
 			p("\n")
 		}
+	}
+	p("\nHow the kernel holds each kprobe (debugfs `kprobes/list`, one program attached):\n\n| mechanism |")
+	for _, g := range gs {
+		p(" %s |", g.tag)
+	}
+	p("\n|---|%s\n", strings.Repeat("---|", len(gs)))
+	for _, m := range []string{"kprobe", "kprobe_trap", "kprobe_opt", "kretprobe"} {
+		p("| %s |", m)
+		for _, g := range gs {
+			pt, _ := g.r.Path(m, 1)
+			p(" %s |", dash(strings.ReplaceAll(pt.Probe, "|", "/")))
+		}
+		p("\n")
 	}
 	p("\nA refused attach is shown with the kernel's errno (or cilium/ebpf's words when it found the link type missing).\n\n")
 

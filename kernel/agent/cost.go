@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -152,6 +153,9 @@ func (c *coster) path(m string, n int) wire.CostPath {
 		links = append(links, cl)
 	}
 	settle()
+	if strings.HasPrefix(m, "kprobe") || strings.HasPrefix(m, "kretprobe") {
+		p.Probe = probeState(c.req.Func)
+	}
 	p.Stat = c.measure()
 	return p
 }
@@ -172,7 +176,7 @@ func (c *coster) loadOne(m string) (*ebpf.Program, error) {
 	spec := &ebpf.ProgramSpec{Name: "tj_cost", License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
 	switch m {
-	case "kprobe", "kretprobe", "kprobe_trap":
+	case "kprobe", "kretprobe", "kprobe_trap", "kprobe_opt":
 		spec.Type = ebpf.Kprobe
 	case "kprobe_multi", "kretprobe_multi":
 		spec.Type, spec.AttachType = ebpf.Kprobe, ebpf.AttachTraceKprobeMulti
@@ -203,13 +207,13 @@ func (c *coster) attach(m string, prog *ebpf.Program) (func(), error) {
 		l, err = link.Kprobe(fn, prog, nil)
 	case "kretprobe":
 		l, err = link.Kretprobe(fn, prog, nil)
-	case "kprobe_trap":
+	case "kprobe_trap", "kprobe_opt":
 		if c.trapOff == 0 {
 			if c.trapOff, err = trapOffset(fn); err != nil {
 				return nil, err
 			}
 		}
-		setOptprobes(false)
+		setOptprobes(m == "kprobe_opt")
 		l, err = link.Kprobe(fn, prog, &link.KprobeOptions{Offset: c.trapOff})
 	case "kprobe_multi":
 		l, err = link.KprobeMulti(prog, link.KprobeMultiOptions{Symbols: []string{fn}})

@@ -6,13 +6,35 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 )
+
+// kprobeList is where the kernel lists registered kprobes with their state.
+const kprobeList = "/sys/kernel/debug/kprobes/list"
+
+// probeState returns the kprobes/list line of fn's first probe, without its address:
+// "k  bpf_modify_return_test+0x9    [OPTIMIZED]"; "" when there is none.
+func probeState(fn string) string {
+	b, err := os.ReadFile(kprobeList)
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 3 && strings.HasPrefix(f[2], fn+"+") {
+			return strings.Join(f[1:], " ")
+		}
+	}
+	return ""
+}
 
 // A kprobe on a function's first instruction is, where the kernel has KPROBES_ON_FTRACE
 // (x86_64), an ftrace callback: no trap. kprobe_trap puts the kprobe on the instruction
 // after the ftrace patch site instead, where the kernel plants a breakpoint (int3, brk):
 // the trap, then a single step or an emulation of the displaced instruction. Optimised
-// kprobes (a jump instead of int3, x86_64) are switched off for it.
+// kprobes (a jump instead of int3, x86_64) are switched off for it; kprobe_opt is the same
+// probe with them on (OPTPROBES: the optimiser replaces the int3 with a jump to a detour
+// buffer after a few jiffies, which the settling before a measurement waits out).
 
 // optSysctl is debug.kprobes-optimization (CONFIG_OPTPROBES).
 const optSysctl = "/proc/sys/debug/kprobes-optimization"

@@ -232,6 +232,9 @@ type CostPath struct {
 	Base  float64  `json:"base"`            // the uninstrumented trigger's median, measured just before, per hit
 	Error string   `json:"error,omitempty"` // where the kernel stopped attaching
 	Errno string   `json:"errno,omitempty"`
+	// Probe is how the kernel lists a kprobe mechanism's probe (debugfs kprobes/list, after the
+	// address): "k bpf_modify_return_test+0x9 [OPTIMIZED]", "[FTRACE]" for an ftrace callback.
+	Probe string `json:"probe,omitempty"`
 }
 
 // CostLoop is a known loop of Iters iterations of PerIter instructions, counted MinTicks
