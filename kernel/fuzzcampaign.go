@@ -63,10 +63,48 @@ const maxMinimisePerKind = 3
 // functions those are.
 func fuzzDiff(c *CorpusCase) DiffResult {
 	r := Diff(c)
-	if r.Verdict == ModelAccept && c.Stage == "load" && noAddress.MatchString(c.KernelMessage()) {
+	switch {
+	case r.Verdict != ModelAccept:
+	case c.Stage == "load" && noAddress.MatchString(c.KernelMessage()):
 		r.Verdict, r.Note = Unmodelled, "no kallsyms address for a BTF function: "+c.KernelMessage()
+	case c.Stage == "attach" && c.Errno == "EINVAL" && c.Request.Arch == "amd64":
+		// An __init function: its text is freed after boot, ftrace dropped its record, and
+		// x86's bpf_arch_text_poke refuses an address outside kernel text with -EINVAL.
+		r.Verdict, r.Note = Unmodelled, "the kernel cannot patch this function (EINVAL at attach: freed __init text, not kernel text)"
 	}
 	return r
+}
+
+// RediffFuzz compares a campaign's results (dir/results.jsonl) with the model again,
+// without booting: after a model fix, or to apply fuzzDiff's rules to an older run.
+func RediffFuzz(dir, corpus string) (*FuzzReport, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	var old FuzzReport
+	if b, err := os.ReadFile(filepath.Join(dir, "summary.json")); err == nil {
+		json.Unmarshal(b, &old)
+	}
+	rep := &FuzzReport{Kernel: old.Kernel, Arch: old.Arch, Seed: old.Seed, Boots: old.Boots, Duration: old.Duration,
+		CaptureTime: old.CaptureTime, Shapes: old.Shapes, Uncovered: old.Uncovered, Kinds: map[string]int{}}
+	for i, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var fc FuzzCase
+		if err := json.Unmarshal([]byte(l), &fc); err != nil || fc.Corpus == nil || fc.Corpus.Request == nil {
+			return nil, fmt.Errorf("%s/results.jsonl:%d: not a fuzz result (%v)", dir, i+1, err)
+		}
+		fc.Corpus.Request.SetDir(corpus)
+		fc.Diff = fuzzDiff(fc.Corpus)
+		rep.add(fc)
+		if !agrees(fc.Diff.Verdict) && fc.Diff.Verdict != NotCaptured {
+			rep.Found = append(rep.Found, FuzzDisagreement{Kind: disagreementKind(fc.Diff), Original: fc.Diff, Case: fc.Case,
+				Minimised: fc.Case, Diff: fc.Diff, Corpus: fc.Corpus})
+		}
+	}
+	if rep.Requests > 0 {
+		rep.PerCase = rep.CaptureTime / time.Duration(rep.Requests)
+	}
+	return rep, nil
 }
 
 var noAddress = regexp.MustCompile(`^The address of function \S+ cannot be found$`)
@@ -166,6 +204,12 @@ func ImageFuzz(ctx context.Context, o FuzzOptions) (*FuzzReport, error) {
 		for i, c := range batch {
 			fc := FuzzCase{Case: c, Corpus: got[i], Diff: fuzzDiff(got[i])}
 			rep.add(fc)
+		}
+		if o.OutDir != "" { // so far: a campaign cut short keeps its results
+			rep.CaptureTime = time.Since(t0)
+			if err := rep.write(o.OutDir); err != nil {
+				return rep, err
+			}
 		}
 		done := lo + len(batch)
 		el := time.Since(t0)

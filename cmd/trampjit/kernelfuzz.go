@@ -20,6 +20,7 @@ func runKernelFuzz(args []string, stdout, stderr io.Writer) error {
 	var seed uint64
 	var out, corpus, format, profile string
 	var noMin, quiet bool
+	var rediff string
 	p.register(fs.StringVar)
 	fs.StringVar(&profile, "profile", "", "the same as --kernel")
 	fs.IntVar(&count, "count", 100, "requests to draw")
@@ -29,6 +30,7 @@ func runKernelFuzz(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&corpus, "corpus", "", "the profile's corpus (its vmlinux.btf.xz and kernel.json; default testdata/kernel/<kernel>-<arch>)")
 	fs.StringVar(&format, "format", "text", "output: text or json (the summary with every disagreement)")
 	fs.BoolVar(&noMin, "no-minimise", false, "report disagreements as drawn, without re-capturing simpler forms")
+	fs.StringVar(&rediff, "rediff", "", "compare an earlier campaign's DIR/results.jsonl with the model again, without booting")
 	fs.BoolVar(&quiet, "quiet", false, "no per-case progress, only the batch lines")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: trampjit kernel fuzz --count N --kernel K --arch A --seed S [--out DIR] [flags]\n\n"+
@@ -65,8 +67,14 @@ func runKernelFuzz(args []string, stdout, stderr io.Writer) error {
 	if quiet {
 		progress = batchLines{stderr}
 	}
-	rep, err := kernel.ImageFuzz(ctx, kernel.FuzzOptions{Kernel: p.kernel, Arch: p.arch, Count: count, Seed: seed,
-		Corpus: corpus, Batch: batch, Minimise: !noMin, OutDir: out, Progress: progress})
+	var rep *kernel.FuzzReport
+	var err error
+	if rediff != "" {
+		rep, err = kernel.RediffFuzz(rediff, corpus)
+	} else {
+		rep, err = kernel.ImageFuzz(ctx, kernel.FuzzOptions{Kernel: p.kernel, Arch: p.arch, Count: count, Seed: seed,
+			Corpus: corpus, Batch: batch, Minimise: !noMin, OutDir: out, Progress: progress})
+	}
 	if err != nil {
 		return asInterrupt(ctx, err)
 	}
