@@ -63,7 +63,7 @@ type CostOptions struct {
 	Counts       []int    // default CostCounts
 	Batches      int      // measurements per point (default 31)
 	Batch        int      // hits per measurement (default 8)
-	Loop         []int    // known-loop iteration counts (default 1000, 2000, 100000, 200000)
+	Loop         []int    // known-loop iteration counts (default 1000, 2000, 10000, 20000)
 	Attach       int      // fentry attaches to count, 1..Attach (default 39; -1 none)
 	Timeout      time.Duration
 	WorkDir      string
@@ -116,7 +116,7 @@ func Cost(ctx context.Context, o CostOptions) (*CostReport, error) {
 		req.Batch = 8
 	}
 	if req.Loop == nil {
-		req.Loop = []int{1000, 2000, 100000, 200000}
+		req.Loop = []int{1000, 2000, 10000, 20000}
 	}
 	switch {
 	case req.Attach == 0:
@@ -221,10 +221,10 @@ func (r *CostReport) Path(m string, n int) (wire.CostPath, bool) {
 	return wire.CostPath{}, false
 }
 
-// Added is a point's instructions per hit above the uninstrumented call (NaN-free: 0 when
-// the point was not measured).
+// Added is a point's instructions per hit above the uninstrumented call, with the programs
+// attached (p.Attached); 0 when the point was not measured.
 func Added(p wire.CostPath) float64 {
-	if p.Error != "" {
+	if p.Stat.Samples == 0 {
 		return 0
 	}
 	return p.Stat.Median - p.Base

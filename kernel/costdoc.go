@@ -141,6 +141,8 @@ func RenderCostDoc(reports []*CostReport) string {
 			p("\n")
 		}
 	}
+	p("\nEvery measured point is followed by a check with kernel.bpf_stats_enabled on: %d triggers, each program's\n"+
+		"run_cnt; a point where a program ran on fewer hits says so in bold.\n", 4)
 	p("\nHow the kernel holds each kprobe (debugfs `kprobes/list`, one program attached):\n\n| mechanism |")
 	for _, g := range gs {
 		p(" %s |", g.tag)
@@ -215,6 +217,18 @@ func cell(r *CostReport, m string, n int) string {
 	if !ok {
 		return "-"
 	}
+	runs := ""
+	if pt.RunsOf > 0 && pt.RunsMin < uint64(pt.RunsOf) {
+		runs = fmt.Sprintf(" **some programs ran %d of %d hits**", pt.RunsMin, pt.RunsOf)
+	}
+	if pt.Error != "" && pt.Attached > 0 {
+		e := pt.Errno
+		if e == "" {
+			e = shortErr(pt.Error)
+		}
+		return fmt.Sprintf("program %d refused (%s); with %d: %.0f (%.0f-%.0f)%s", pt.Attached+1, e, pt.Attached,
+			pt.Stat.Median-pt.Base, pt.Stat.P10-pt.Base, pt.Stat.P90-pt.Base, runs)
+	}
 	if pt.Error != "" {
 		if strings.HasPrefix(m, "kprobe_multi") || strings.HasPrefix(m, "kretprobe_multi") {
 			if v, ok := r.Config["CONFIG_FPROBE"]; ok && v == "" {
@@ -226,7 +240,7 @@ func cell(r *CostReport, m string, n int) string {
 		}
 		return "refused: " + shortErr(pt.Error)
 	}
-	return fmt.Sprintf("%.0f (%.0f-%.0f)", pt.Stat.Median-pt.Base, pt.Stat.P10-pt.Base, pt.Stat.P90-pt.Base)
+	return fmt.Sprintf("%.0f (%.0f-%.0f)%s", pt.Stat.Median-pt.Base, pt.Stat.P10-pt.Base, pt.Stat.P90-pt.Base, runs)
 }
 
 func shortErr(s string) string {
@@ -245,13 +259,23 @@ func attachAt(r *CostReport, n int) (wire.CostAttach, bool) {
 	return wire.CostAttach{}, false
 }
 
-// added is mechanism m's added instructions with n programs, NaN when not measured.
+// added is mechanism m's added instructions with n programs requested (fewer when the
+// kernel refused one: attachedAt), NaN when not measured.
 func added(r *CostReport, m string, n int) float64 {
 	pt, ok := r.Path(m, n)
-	if !ok || pt.Error != "" {
+	if !ok || (pt.Error != "" && pt.Attached == 0) || pt.Stat.Samples == 0 {
 		return math.NaN()
 	}
 	return pt.Stat.Median - pt.Base
+}
+
+// attachedAt is how many programs were attached for the point (m, n).
+func attachedAt(r *CostReport, m string, n int) int {
+	pt, ok := r.Path(m, n)
+	if !ok || pt.Attached == 0 {
+		return n
+	}
+	return pt.Attached
 }
 
 // verdict compares a claimed figure with ours: within 1.5x either way it holds.

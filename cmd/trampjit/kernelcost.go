@@ -125,13 +125,21 @@ func writeCostText(w io.Writer, r *kernel.CostReport) error {
 		fmt.Fprintln(w, "  counter exact on the known loop")
 	}
 	fmt.Fprintf(w, "  uninstrumented call (BPF_PROG_TEST_RUN): %.0f instructions\n", r.Baseline.Median)
-	fmt.Fprintf(w, "  %-16s %5s %10s %10s %10s\n", "mechanism", "progs", "added", "p10", "p90")
+	fmt.Fprintf(w, "  %-16s %5s %10s %10s %10s  %s\n", "mechanism", "progs", "added", "p10", "p90", "runs/hits")
 	for _, p := range r.Paths {
-		if p.Error != "" {
+		if p.Attached == 0 {
 			fmt.Fprintf(w, "  %-16s %5d %s\n", p.Mech, p.Progs, p.Error)
 			continue
 		}
-		fmt.Fprintf(w, "  %-16s %5d %10.0f %10.0f %10.0f\n", p.Mech, p.Progs, kernel.Added(p), p.Stat.P10-p.Base, p.Stat.P90-p.Base)
+		note := ""
+		if p.Error != "" {
+			note = fmt.Sprintf("  (%d attached: %s)", p.Attached, p.Error)
+		}
+		if p.Probe != "" {
+			note += "  " + p.Probe
+		}
+		fmt.Fprintf(w, "  %-16s %5d %10.0f %10.0f %10.0f  %d-%d/%d%s\n", p.Mech, p.Progs, kernel.Added(p), p.Stat.P10-p.Base, p.Stat.P90-p.Base,
+			p.RunsMin, p.RunsMax, p.RunsOf, note)
 	}
 	for _, a := range r.Attach {
 		if a.Error != "" {

@@ -235,6 +235,15 @@ type CostPath struct {
 	// Probe is how the kernel lists a kprobe mechanism's probe (debugfs kprobes/list, after the
 	// address): "k bpf_modify_return_test+0x9 [OPTIMIZED]", "[FTRACE]" for an ftrace callback.
 	Probe string `json:"probe,omitempty"`
+	// Attached is how many programs were attached when measured: Progs, or fewer when the
+	// kernel refused one (Error), whose predecessors are measured.
+	Attached int `json:"attached"`
+	// RunsMin and RunsMax are the fewest and most runs of one program over RunsOf triggers
+	// (bpf_prog_info run_cnt, with kernel.bpf_stats_enabled on only for this check): every
+	// program ran on every hit when both equal RunsOf (raw_tp on sys_enter counts more).
+	RunsMin uint64 `json:"runs_min"`
+	RunsMax uint64 `json:"runs_max"`
+	RunsOf  int    `json:"runs_of"`
 }
 
 // CostLoop is a known loop of Iters iterations of PerIter instructions, counted MinTicks
