@@ -64,9 +64,12 @@ const maxMinimisePerKind = 3
 func fuzzDiff(c *CorpusCase) DiffResult {
 	r := Diff(c)
 	switch {
-	case r.Verdict != ModelAccept:
-	case c.Stage == "load" && noAddress.MatchString(c.KernelMessage()):
+	case c.Stage == "load" && noAddress.MatchString(c.KernelMessage()) &&
+		(r.Verdict == ModelAccept || r.Verdict == Differ && laterCheck.MatchString(r.Note)):
+		// bpf_check_attach_target looks the address up after distilling the prototype and
+		// before the sleepable and fmod_ret checks: a model refusal from those comes second.
 		r.Verdict, r.Note = Unmodelled, "no kallsyms address for a BTF function: "+c.KernelMessage()
+	case r.Verdict != ModelAccept:
 	case c.Stage == "attach" && c.Errno == "EINVAL" && c.Request.Arch == "amd64":
 		// An __init function: its text is freed after boot, ftrace dropped its record, and
 		// x86's bpf_arch_text_poke refuses an address outside kernel text with -EINVAL.
@@ -106,6 +109,8 @@ func RediffFuzz(dir, corpus string) (*FuzzReport, error) {
 	}
 	return rep, nil
 }
+
+var laterCheck = regexp.MustCompile(`model: .*\(\) is not modifiable$|model: .* is not sleepable$`)
 
 var noAddress = regexp.MustCompile(`^The address of function \S+ cannot be found$`)
 

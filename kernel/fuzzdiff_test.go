@@ -1,0 +1,40 @@
+package kernel
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestFuzzDiffUnmodelled: refusals random BTF functions meet that BTF cannot predict, as
+// 6.12 x86_64 gave them (captured by kernel fuzz, seed 1): an __init function (EINVAL at
+// attach), a FUNC without a kallsyms address (ENOENT at load), and the same ahead of the
+// model's fmod_ret refusal. Diff alone calls them disagreements; fuzzDiff does not.
+func TestFuzzDiffUnmodelled(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "fuzz", "6.12-amd64-unmodelled.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cases, err := ParseCorpus(f, "unmodelled", filepath.Join("..", "testdata", "kernel", "6.12-amd64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) != 3 {
+		t.Fatalf("%d cases, want 3", len(cases))
+	}
+	for _, c := range cases {
+		if d := Diff(&c); agrees(d.Verdict) {
+			t.Errorf("%s: Diff says %s: the case no longer needs fuzzDiff's rule", c.ID, d.Verdict)
+		}
+		if d := fuzzDiff(&c); d.Verdict != Unmodelled {
+			t.Errorf("%s (%s %s at %s): %s %s, want unmodelled", c.ID, c.Request.Func, c.Errno, c.Stage, d.Verdict, d.Note)
+		}
+	}
+	// A distill refusal comes before the address lookup: still a disagreement.
+	c := cases[2]
+	c.Request.Func = "fuzz_no_such_func"
+	if d := fuzzDiff(&c); d.Verdict == Unmodelled {
+		t.Errorf("a model refusal other than the kernel's later checks became unmodelled: %s", d.Note)
+	}
+}
