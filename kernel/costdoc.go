@@ -65,13 +65,14 @@ func RenderCostDoc(reports []*CostReport) string {
 	}
 	p := func(f string, a ...any) { fmt.Fprintf(&w, f, a...) }
 	p("## On the real kernel: executed instructions per hit\n\n")
-	p("**What is counted.** Debian's kernels boot under qemu (TCG) with `-icount shift=0`: the guest's clock advances\n"+
-		"exactly one nanosecond per executed guest instruction, so the TSC (x86_64, read with `rdtsc`) and the generic\n"+
-		"timer's CNTVCT_EL0 (arm64, at CNTFRQ_EL0) count instructions, kernel and user alike. Debian's qemu (7.2) ships\n"+
-		"no TCG plugins (no libinsn.so), so the clock is the counter. The agent reads it from user space around a batch\n"+
-		"of %d triggers and divides; each point is the median of %d batches (p10-p90 in brackets), after the kernel's\n"+
-		"deferred work from the attach has settled (the guest idles 200 ms first, which costs no instructions).\n\n",
-		firstBatch(gs), firstBatches(gs))
+	p("**What is counted.** Debian's kernels boot under qemu (TCG) with `-icount shift=0`: the guest's clock advances\n" +
+		"exactly one nanosecond per executed guest instruction, so the TSC (x86_64, read with `rdtsc`) and the generic\n" +
+		"timer's CNTVCT_EL0 (arm64, at CNTFRQ_EL0) count instructions, kernel and user alike. Debian's qemu (7.2) ships\n" +
+		"no TCG plugins (no libinsn.so), so the clock is the counter. The agent reads it from user space around each\n" +
+		"trigger on x86_64 (63 of them) and around batches of 8 on arm64 (31; CNTVCT_EL0 ticks at 62.5 MHz, every 16\n" +
+		"instructions); each point is the median (p10-p90 in brackets: interrupts only add, and 7.2 guests take one every\n" +
+		"~100k instructions), after the kernel's deferred work from the attach has settled (the guest idles 200 ms\n" +
+		"first, which costs no instructions).\n\n")
 	p("**The trigger** is BPF_PROG_TEST_RUN of an unattached fmod_ret program: `bpf_prog_test_run_tracing` calls\n" +
 		"`" + CostFunc + "` (and bpf_modify_return_test2 on 7.x, untraced); the programs attached are two instructions\n" +
 		"(`r0 = 0; exit`). *Added* is the median minus the uninstrumented trigger's median, measured just before: the\n" +
@@ -186,20 +187,6 @@ func RenderCostDoc(reports []*CostReport) string {
 	p("\n")
 	renderClaims(&w, gs)
 	return w.String()
-}
-
-func firstBatch(gs []docGuest) int {
-	if len(gs) == 0 {
-		return 0
-	}
-	return gs[0].r.Batch
-}
-
-func firstBatches(gs []docGuest) int {
-	if len(gs) == 0 {
-		return 0
-	}
-	return gs[0].r.Batches
 }
 
 func loopHeader(gs []docGuest) string {

@@ -15,7 +15,7 @@ func TestKernelCostRefuses(t *testing.T) {
 		{[]string{"--progs", "0"}, `--progs: "0" is not a program count 1..64`},
 		{[]string{"--mech", "uprobe", "--progs", "1"}, `unknown mechanism "uprobe"`},
 		{[]string{"--arch", "riscv64"}, `cost is measured on amd64 and arm64, not "riscv64"`},
-		{[]string{"--batches", "0"}, "--batches and --batch: want at least 1"},
+		{[]string{"--batches", "-1"}, "--batches and --batch: want at least 1"},
 		{[]string{"--format", "html"}, "html"},
 	} {
 		var o, e bytes.Buffer
