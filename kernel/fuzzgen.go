@@ -22,6 +22,9 @@ type FuzzPool struct {
 	models map[string]*btfmodel.FuncModel
 	// covered are the shapes some catalogue function has: drawn a quarter as often.
 	covered map[string]bool
+	// modifiable and hooks are the functions fmod_ret and lsm attach to (security_ hooks,
+	// the fmod_ret id set, bpf_lsm_ hooks): drawn on purpose, a random draw rarely finds one.
+	modifiable, hooks []string
 	// bad are functions the kernel cannot distill (too many arguments, big structs,
 	// variadic, struct returns): deliberate refusals.
 	bad []string
@@ -74,6 +77,16 @@ func NewFuzzPool(spec *btf.Spec, kernel btfmodel.Kernel, arch btfmodel.Arch) (*F
 		p.byKey[k] = append(p.byKey[k], name)
 		p.models[name] = m
 	}
+	env := btfmodel.AttachEnv{Kernel: kernel, Arch: arch}
+	for name, m := range p.models {
+		if btfmodel.CheckAttach(name, m, nil, jit.LSM, env).OK {
+			p.hooks = append(p.hooks, name)
+		} else if btfmodel.CheckAttach(name, m, nil, jit.ModRet, env).OK {
+			p.modifiable = append(p.modifiable, name)
+		}
+	}
+	sort.Strings(p.hooks)
+	sort.Strings(p.modifiable)
 	for k, l := range p.byKey {
 		sort.Strings(l)
 		p.shapes = append(p.shapes, k)
@@ -205,8 +218,9 @@ func (p *FuzzPool) weight(k string) int {
 	return 4
 }
 
-// one draws a case: a BPF-program target one time in twelve, a function the kernel
-// cannot distill one in forty, else a BTF function by shape.
+// one draws a case: a BPF-program target 3 times in 40, a function the kernel cannot
+// distill one in 40, else a BTF function: one in 20 a function fmod_ret attaches to, one in
+// 20 an LSM hook, the rest by shape.
 func (p *FuzzPool) one(r *rand.Rand) Case {
 	lim := btfmodel.LimitsFor(p.Arch, p.Kernel)
 	switch x := r.IntN(40); {
@@ -219,6 +233,12 @@ func (p *FuzzPool) one(r *rand.Rand) Case {
 		return Case{Func: p.bad[r.IntN(len(p.bad))], Progs: []jit.Prog{{Kind: jit.Fentry}}}
 	}
 	names := p.byKey[p.pickShape(r)]
+	switch x := r.IntN(20); {
+	case x == 0 && len(p.modifiable) > 0:
+		names = p.modifiable
+	case x == 1 && len(p.hooks) > 0:
+		names = p.hooks
+	}
 	fn := names[r.IntN(len(names))]
 	return Case{Func: fn, Progs: p.progs(r, fn, p.kinds(r, fn), lim.MaxTrampLinks)}
 }
