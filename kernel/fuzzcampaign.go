@@ -81,6 +81,7 @@ func fuzzDiff(c *CorpusCase) DiffResult {
 // RediffFuzz compares a campaign's results (dir/results.jsonl) with the model again,
 // without booting: after a model fix, or to apply fuzzDiff's rules to an older run.
 func RediffFuzz(dir, corpus string) (*FuzzReport, error) {
+	var pool *FuzzPool
 	data, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
 	if err != nil {
 		return nil, err
@@ -88,6 +89,9 @@ func RediffFuzz(dir, corpus string) (*FuzzReport, error) {
 	var old FuzzReport
 	if b, err := os.ReadFile(filepath.Join(dir, "summary.json")); err == nil {
 		json.Unmarshal(b, &old)
+	}
+	if spec, err := btfmodel.LoadFile(filepath.Join(corpus, "vmlinux.btf.xz"), nil); err == nil {
+		pool, _ = NewFuzzPool(spec, btfmodel.Kernel(old.Kernel), btfmodel.Arch(old.Arch))
 	}
 	rep := &FuzzReport{Kernel: old.Kernel, Arch: old.Arch, Seed: old.Seed, Boots: old.Boots, Duration: old.Duration,
 		CaptureTime: old.CaptureTime, Shapes: old.Shapes, Uncovered: old.Uncovered, Kinds: map[string]int{}}
@@ -98,7 +102,7 @@ func RediffFuzz(dir, corpus string) (*FuzzReport, error) {
 		}
 		fc.Corpus.Request.SetDir(corpus)
 		fc.Diff = fuzzDiff(fc.Corpus)
-		rep.add(fc)
+		rep.add(fc, pool)
 		if !agrees(fc.Diff.Verdict) && fc.Diff.Verdict != NotCaptured {
 			rep.Found = append(rep.Found, FuzzDisagreement{Kind: disagreementKind(fc.Diff), Original: fc.Diff, Case: fc.Case,
 				Minimised: fc.Case, Diff: fc.Diff, Corpus: fc.Corpus})
@@ -116,16 +120,18 @@ var noAddress = regexp.MustCompile(`^The address of function \S+ cannot be found
 
 // FuzzReport is a campaign's figures.
 type FuzzReport struct {
-	Kernel      string             `json:"kernel"`
-	Arch        string             `json:"arch"`
-	Seed        uint64             `json:"seed"`
-	Requests    int                `json:"requests"`
-	Attached    int                `json:"attached"`     // the kernel built an image
-	Refused     int                `json:"refused"`      // the kernel refused (load or attach)
-	NotCaptured int                `json:"not_captured"` // the guest died on it
-	Agreeing    int                `json:"agreeing"`     // match, or a refusal BTF cannot predict
-	Unmodelled  int                `json:"unmodelled"`   // of Agreeing: not ftrace-managed
-	Kinds       map[string]int     `json:"disagreements_by_kind,omitempty"`
+	Kernel      string         `json:"kernel"`
+	Arch        string         `json:"arch"`
+	Seed        uint64         `json:"seed"`
+	Requests    int            `json:"requests"`
+	Attached    int            `json:"attached"`     // the kernel built an image
+	Refused     int            `json:"refused"`      // the kernel refused (load or attach)
+	NotCaptured int            `json:"not_captured"` // the guest died on it
+	Agreeing    int            `json:"agreeing"`     // match, or a refusal BTF cannot predict
+	Unmodelled  int            `json:"unmodelled"`   // of Agreeing: not ftrace-managed
+	Kinds       map[string]int `json:"disagreements_by_kind,omitempty"`
+	// ByArgs counts the attached requests by the function's argument count.
+	ByArgs      map[int]int        `json:"attached_by_args,omitempty"`
 	Boots       int                `json:"boots"`
 	Duration    time.Duration      `json:"duration"`
 	CaptureTime time.Duration      `json:"capture_time"` // without the minimisation
@@ -208,7 +214,7 @@ func ImageFuzz(ctx context.Context, o FuzzOptions) (*FuzzReport, error) {
 		}
 		for i, c := range batch {
 			fc := FuzzCase{Case: c, Corpus: got[i], Diff: fuzzDiff(got[i])}
-			rep.add(fc)
+			rep.add(fc, pool)
 		}
 		if o.OutDir != "" { // so far: a campaign cut short keeps its results
 			rep.CaptureTime = time.Since(t0)
@@ -264,8 +270,14 @@ func ImageFuzz(ctx context.Context, o FuzzOptions) (*FuzzReport, error) {
 	return rep, nil
 }
 
-func (rep *FuzzReport) add(fc FuzzCase) {
+func (rep *FuzzReport) add(fc FuzzCase, pool *FuzzPool) {
 	rep.Requests++
+	if fc.Diff.Verdict != NotCaptured && fc.Corpus.Error == "" && pool != nil {
+		if rep.ByArgs == nil {
+			rep.ByArgs = map[int]int{}
+		}
+		rep.ByArgs[pool.nargs(fc.Case)]++
+	}
 	rep.Cases = append(rep.Cases, fc)
 	switch {
 	case fc.Diff.Verdict == NotCaptured:
@@ -358,6 +370,13 @@ func (rep *FuzzReport) Summary(w io.Writer) {
 	fmt.Fprintf(w, "%s-%s seed %d: %d requests, %d attached, %d refused, %d not captured; %d agree (%d unmodelled refusals); %d boots, %v (capture %v, %v per case)\n",
 		rep.Kernel, rep.Arch, rep.Seed, rep.Requests, rep.Attached, rep.Refused, rep.NotCaptured, rep.Agreeing, rep.Unmodelled,
 		rep.Boots, rep.Duration.Round(time.Second), rep.CaptureTime.Round(time.Second), rep.PerCase.Round(time.Millisecond))
+	if len(rep.ByArgs) > 0 {
+		fmt.Fprintf(w, "  attached by argument count:")
+		for n := 0; n <= btfmodel.MaxFuncArgs; n++ {
+			fmt.Fprintf(w, " %d:%d", n, rep.ByArgs[n])
+		}
+		fmt.Fprintln(w)
+	}
 	kinds := make([]string, 0, len(rep.Kinds))
 	for k := range rep.Kinds {
 		kinds = append(kinds, k)

@@ -312,3 +312,16 @@ func randCookie(r *rand.Rand) uint64 {
 	}
 	return 0
 }
+
+// nargs is a case's argument count (a BPF target's N), -1 when the pool does not know it.
+func (p *FuzzPool) nargs(c Case) int {
+	if c.Target == "bpf" {
+		var n int
+		fmt.Sscanf(c.Func, "tj_args%d", &n)
+		return n
+	}
+	if m := p.models[c.Func]; m != nil {
+		return m.NrArgs()
+	}
+	return -1
+}
