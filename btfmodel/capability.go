@@ -45,6 +45,7 @@ const (
 	CapArm64KCFI         Capability = "arm64-kcfi"
 	CapHelperCgrpStorage Capability = "helper-cgrp-storage"
 	CapFsession          Capability = "fsession"
+	CapKfuncImplicitArgs Capability = "kfunc-implicit-args"
 	// The riscv64 trampoline JIT (arch/riscv/net/bpf_jit_comp64.c) and the ftrace it attaches
 	// through (arch/riscv/kernel/ftrace.c).
 	CapRiscvTrampoline  Capability = "riscv64-trampoline"
@@ -246,6 +247,7 @@ var Capabilities = []CapInfo{
 		Doc: "struct_ops images are built with BPF_TRAMP_F_INDIRECT ('x86/cfi,bpf: Fix bpf_struct_ops CFI'): bpf_struct_ops_prepare_trampoline starts from it and adds RET_FENTRY_RET for a non-void member; 6.1 passes RET_FENTRY_RET alone, or 0"},
 	{Cap: CapStructOpsSchedExtPrivStack, After: v(6, 12), Since: v(7, 2),
 		Doc: "sched_ext_ops.dispatch (and sched_ext_ops_cid's) programs ask for a private stack (priv_stack_requested, for the sub-scheduler dispatch recursion); a JIT without bpf_jit_supports_private_stack refuses them at load: 'Private stack not supported by jit', EACCES (captured on riscv64 7.2; Debian 6.12 has no sched_ext, so the release it arrived in is not pinned)"},
+	{Cap: CapKfuncImplicitArgs, After: v(6, 12), Since: v(7, 2), Doc: "kfuncs with implicit arguments (KF_IMPLICIT_ARGS): BTF has fn without the trailing struct bpf_prog_aux * and fn_impl with it; a trampoline on fn is modelled with fn_impl's prototype (captured: 7.2 arm64 fexit on scx_bpf_cidperf_cap has two argument slots; found by kernel fuzz)"},
 	{Cap: CapFsession, Since: v(7, 0), Doc: "BPF_TRACE_FSESSION (attach type 58): one program as both fentry and fexit, with a session cookie"},
 	{Cap: CapHelperCgrpStorage, Since: v(6, 2), Doc: "bpf_cgrp_storage_get/delete exist: __BPF_FUNC_MAX_ID is 212, not 210"},
 

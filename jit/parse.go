@@ -270,7 +270,7 @@ func (r *Request) Model() (*btfmodel.FuncModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := btfmodel.Distill(fn, r.Kernel)
+	m, err := btfmodel.Distill(btfmodel.TraceTarget(spec, fn, r.Kernel), r.Kernel)
 	if err == nil {
 		if id, ierr := spec.TypeID(fn); ierr == nil {
 			m.BTFID = uint32(id)

@@ -38,3 +38,23 @@ func TestFuzzDiffUnmodelled(t *testing.T) {
 		t.Errorf("a model refusal other than the kernel's later checks became unmodelled: %s", d.Note)
 	}
 }
+
+// TestFuzzImplicitArgsKfunc: kernel fuzz found 7.2 arm64 building fexit on the kfunc
+// scx_bpf_cidperf_cap(s32) with two argument slots (its _impl twin's prototype, with the
+// implicit struct bpf_prog_aux *). The captured image must regenerate byte for byte.
+func TestFuzzImplicitArgsKfunc(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "fuzz", "7.2-arm64-implicit-args.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cases, err := ParseCorpus(f, "implicit-args", filepath.Join("..", "testdata", "kernel", "7.2-arm64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if d := Diff(&c); d.Verdict != Match {
+			t.Errorf("%s (%s): %s at %#x: model %s, kernel %s (%s)", c.ID, c.Request.Func, d.Verdict, d.Offset, d.Model, d.Kernel, d.Note)
+		}
+	}
+}
