@@ -61,8 +61,8 @@ type CostOptions struct {
 	Kernel, Arch string
 	Mechanisms   []string // default CostMechanisms
 	Counts       []int    // default CostCounts
-	Batches      int      // measurements per point (default 63 of single hits, 31 batches on arm64)
-	Batch        int      // hits per measurement (default 1; 8 on arm64, whose counter ticks every 16 instructions)
+	Batches      int      // measurements per point (default 63)
+	Batch        int      // hits per measurement (default 1; 2 on arm64, whose counter ticks every 16 instructions)
 	Loop         []int    // known-loop iteration counts (default 1000, 2000, 10000, 20000)
 	Attach       int      // fentry attaches to count, 1..Attach (default 39; -1 none)
 	Timeout      time.Duration
@@ -111,18 +111,15 @@ func Cost(ctx context.Context, o CostOptions) (*CostReport, error) {
 	}
 	// Interrupts only add, and a 7.2 guest takes one every ~100k instructions: short batches
 	// keep most of them clean, so the median is the path. The TSC counts single hits
-	// exactly; CNTVCT_EL0 ticks every 16 instructions, so arm64 batches 8 (2 per hit).
+	// exactly; CNTVCT_EL0 ticks every 16 instructions, so arm64 batches 2 (8 per hit).
 	if req.Batch <= 0 {
 		req.Batch = 1
 		if o.Arch == "arm64" {
-			req.Batch = 8
+			req.Batch = 2
 		}
 	}
 	if req.Batches <= 0 {
 		req.Batches = 63
-		if req.Batch > 1 {
-			req.Batches = 31
-		}
 	}
 	if req.Loop == nil {
 		req.Loop = []int{1000, 2000, 10000, 20000}

@@ -69,8 +69,8 @@ func RenderCostDoc(reports []*CostReport) string {
 		"exactly one nanosecond per executed guest instruction, so the TSC (x86_64, read with `rdtsc`) and the generic\n" +
 		"timer's CNTVCT_EL0 (arm64, at CNTFRQ_EL0) count instructions, kernel and user alike. Debian's qemu (7.2) ships\n" +
 		"no TCG plugins (no libinsn.so), so the clock is the counter. The agent reads it from user space around each\n" +
-		"trigger on x86_64 (63 of them) and around batches of 8 on arm64 (31; CNTVCT_EL0 ticks at 62.5 MHz, every 16\n" +
-		"instructions); each point is the median (p10-p90 in brackets: interrupts only add, and 7.2 guests take one every\n" +
+		"trigger on x86_64 and around pairs on arm64 (CNTVCT_EL0 ticks at 62.5 MHz, every 16 instructions: a per-hit\n" +
+		"figure is a multiple of 8 there), 63 measurements per point; each point is the median (p10-p90 in brackets: interrupts only add, and 7.2 guests take one every\n" +
 		"~100k instructions), after the kernel's deferred work from the attach has settled (the guest idles 200 ms\n" +
 		"first, which costs no instructions).\n\n")
 	p("**The trigger** is BPF_PROG_TEST_RUN of an unattached fmod_ret program: `bpf_prog_test_run_tracing` calls\n" +
@@ -107,7 +107,7 @@ func RenderCostDoc(reports []*CostReport) string {
 		if err := g.r.LoopExact(); err != nil {
 			verdict = "NOT exact: " + err.Error()
 		} else if q > 1 {
-			verdict = fmt.Sprintf("exact to the tick (%.0f instructions)", q)
+			verdict = fmt.Sprintf("exact to the tick, %.0f instructions", q)
 		}
 		diff := ""
 		if n := len(g.r.Loop); n >= 2 {
@@ -207,6 +207,9 @@ func cell(r *CostReport, m string, n int) string {
 	runs := ""
 	if pt.RunsOf > 0 && pt.RunsMin < uint64(pt.RunsOf) {
 		runs = fmt.Sprintf(" **some programs ran %d of %d hits**", pt.RunsMin, pt.RunsOf)
+		if pt.RunsMax == 0 {
+			runs = fmt.Sprintf(" **no program ran (0 of %d hits)**", pt.RunsOf)
+		}
 	}
 	if pt.Error != "" && pt.Attached > 0 {
 		e := pt.Errno
