@@ -162,7 +162,8 @@ func RenderCostDoc(reports []*CostReport) string {
 	p("### Attaching the Nth fentry program to %s\n\n", CostFunc)
 	p("Each attach (BPF_LINK_CREATE) makes the kernel build a new image for all N links and repatch the call site.\n" +
 		"*guest* is guest time across the system call, in instructions (= ns under -icount: it includes the kernel\n" +
-		"threads that run meanwhile and any idle wait); *thread* is the attaching thread's CPU time (CLOCK_THREAD_CPUTIME_ID).\n" +
+		"threads that run meanwhile and any idle wait); *thread* is the attaching thread's CPU time (CLOCK_THREAD_CPUTIME_ID),\n" +
+		"less where kernel threads do part of the work (6.12 amd64's varies from attach to attach; guest is the total).\n" +
 		"Millions.\n\n")
 	p("| N |")
 	for _, g := range gs {
