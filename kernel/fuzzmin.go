@@ -50,7 +50,13 @@ func minimise(ctx context.Context, o FuzzOptions, pin vm.Pin, pool *FuzzPool, ds
 		if len(all) == 0 {
 			break
 		}
-		fmt.Fprintf(progress, "%s-%s: minimising %d disagreements, round %d: %d candidates\n", o.Kernel, o.Arch, len(owner), round, len(all))
+		n := 0
+		for _, a := range active {
+			if a {
+				n++
+			}
+		}
+		fmt.Fprintf(progress, "%s-%s: minimising %d disagreements, round %d: %d candidates\n", o.Kernel, o.Arch, n, round, len(all))
 		got, n, err := fuzzCapture(ctx, o, pin, all)
 		boots += n
 		if err != nil {
