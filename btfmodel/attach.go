@@ -128,7 +128,7 @@ func CheckAttach(name string, m *FuncModel, distillErr error, at AttachType, env
 		v.Note = note
 	}
 	if at == LSM {
-		if !strings.HasPrefix(name, "bpf_lsm_") {
+		if !strings.HasPrefix(name, "bpf_lsm_") || lsmNotHooks[name] {
 			return loadErr(fmt.Sprintf("attach_btf_id %d points to wrong type name %s", env.BTFID, name))
 		}
 		if env.Kernel.Has(CapLSMDisabledHooks) && lsmDisabledHooks[name] {

@@ -78,6 +78,13 @@ var lsmDisabledHooks = map[string]bool{"bpf_lsm_vm_enough_memory": true, "bpf_ls
 	"bpf_lsm_key_getsecurity": true, "bpf_lsm_audit_rule_match": true,
 	"bpf_lsm_ismaclabel": true}
 
+// lsmNotHooks are kernel/bpf/bpf_lsm.c's own functions: named bpf_lsm_ but not LSM_HOOK
+// stubs, so not in the bpf_lsm_hooks set bpf_lsm_verify_prog checks (the ones of the 6.1,
+// 6.12 and 7.2 BTF that are no member of security_hook_heads / lsm_static_calls_table).
+var lsmNotHooks = setOf("bpf_lsm_find_cgroup_shim", "bpf_lsm_func_proto", "bpf_lsm_get_retval_range",
+	"bpf_lsm_has_d_inode_locked", "bpf_lsm_hook_returns_errno", "bpf_lsm_init", "bpf_lsm_is_sleepable_hook",
+	"bpf_lsm_is_trusted", "bpf_lsm_verify_prog")
+
 func inList(list []string, name string) bool {
 	for _, n := range list {
 		if n == name {

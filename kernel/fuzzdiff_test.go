@@ -58,3 +58,23 @@ func TestFuzzImplicitArgsKfunc(t *testing.T) {
 		}
 	}
 }
+
+// TestFuzzLSMNotHook: kernel fuzz found 7.2 x86_64 refusing an lsm program on
+// bpf_lsm_find_cgroup_shim, a bpf_lsm.c function and not an LSM hook ("attach_btf_id 65998
+// points to wrong type name"), which the model, going by the prefix, accepted.
+func TestFuzzLSMNotHook(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "fuzz", "7.2-amd64-lsm-not-hook.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cases, err := ParseCorpus(f, "lsm-not-hook", filepath.Join("..", "testdata", "kernel", "7.2-amd64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if d := Diff(&c); d.Verdict != Match {
+			t.Errorf("%s (%s): %s: %s", c.ID, c.Request.Func, d.Verdict, d.Note)
+		}
+	}
+}
