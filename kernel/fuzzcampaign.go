@@ -114,7 +114,9 @@ func RediffFuzz(dir, corpus string) (*FuzzReport, error) {
 	return rep, nil
 }
 
-var laterCheck = regexp.MustCompile(`model: .*\(\) is not modifiable$|model: .* is not sleepable$`)
+// laterCheck matches model refusals the kernel makes after the address lookup: the
+// sleepable and fmod_ret checks, and any at attach (the link limit, the arch JIT's).
+var laterCheck = regexp.MustCompile(`model: .*\(\) is not modifiable$|model: .* is not sleepable$|model: .*the kernel returns -E2BIG|model: .*refuses it at attach with`)
 
 var noAddress = regexp.MustCompile(`^The address of function \S+ cannot be found$`)
 

@@ -72,9 +72,12 @@ func TestFuzzLSMNotHook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range cases {
-		if d := Diff(&c); d.Verdict != Match {
-			t.Errorf("%s (%s): %s: %s", c.ID, c.Request.Func, d.Verdict, d.Note)
-		}
+	if d := Diff(&cases[0]); d.Verdict != Match {
+		t.Errorf("%s (%s): %s: %s", cases[0].ID, cases[0].Request.Func, d.Verdict, d.Note)
+	}
+	// 36 programs, fsession among them, on avc_update_node (no kallsyms address): the
+	// first load fails with ENOENT before the link limit (E2BIG at attach) is reached.
+	if d := fuzzDiff(&cases[1]); d.Verdict != Unmodelled {
+		t.Errorf("%s (%s): %s: %s, want unmodelled", cases[1].ID, cases[1].Request.Func, d.Verdict, d.Note)
 	}
 }
