@@ -80,6 +80,8 @@ type AttachEnv struct {
 	ErrorInjection map[string]bool
 	// BTFID is the function's BTF id, for messages that print it.
 	BTFID uint32
+	// FuncIP: the program calls bpf_get_func_ip.
+	FuncIP bool
 }
 
 // CheckAttach applies the kernel's checks, in the kernel's order, to attaching one program of
@@ -149,6 +151,13 @@ func CheckAttach(name string, m *FuncModel, distillErr error, at AttachType, env
 			}
 			return loadErr(noreturnMsg)
 		}
+	}
+	if at == LSM && env.FuncIP {
+		// The verifier's helper check, after the attach checks: bpf_lsm_func_proto offers no
+		// bpf_get_func_ip (captured on 6.1 and 7.2 x86_64 and 6.12 arm64; found by kernel fuzz).
+		// The log's line after the instruction trace, not its first.
+		v.Stage, v.Errno, v.Msg, v.KernelMsg = StageLoad, "ENOTSUPP", "func bpf_get_func_ip#173 not supported for program type 29", true
+		return v
 	}
 	if errno, why := archLimit(m, env); errno != "" {
 		v.Stage, v.Errno, v.Msg = StageAttach, errno, why

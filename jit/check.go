@@ -44,7 +44,7 @@ func CheckAttach(req *Request, m *btfmodel.FuncModel, errInj map[string]bool) er
 		return nil
 	}
 	for i, p := range req.Progs {
-		env := btfmodel.AttachEnv{Kernel: req.Kernel, Arch: req.Arch, Sleepable: p.Sleepable, ErrorInjection: errInj, BTFID: m.BTFID}
+		env := btfmodel.AttachEnv{Kernel: req.Kernel, Arch: req.Arch, Sleepable: p.Sleepable, ErrorInjection: errInj, BTFID: m.BTFID, FuncIP: p.FuncIP}
 		v := btfmodel.CheckAttach(m.Name, m, nil, p.Kind, env)
 		if !v.OK && v.Stage == btfmodel.StageLoad {
 			return &AttachError{Prog: i + 1, Verdict: v}
