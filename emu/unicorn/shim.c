@@ -1,7 +1,11 @@
 //go:build cgo
 
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 #include "shim.h"
 
 // Implemented in Go (hook.go).
@@ -108,13 +112,58 @@ uc_err tj_hook_fault(uc_engine *uc, tj_state *st, uc_hook *hh, uint64_t begin,
 	return uc_hook_add(uc, hh, UC_HOOK_MEM_INVALID, tj_mem_cb, st, begin, end);
 }
 
+// The timeout is ours, not uc_emu_start's. libunicorn 2.0/2.1 starts its timer
+// thread before the vcpu runs and calls uc_emu_stop once; a stop that lands
+// before the vcpu loop starts is cleared by it, and a run of one chained
+// self-looping block then never ends (seen under load with a 2 ms timeout;
+// later Unicorn releases fixed the race with per-run frame states). This
+// watchdog keeps asking until the run has returned.
+typedef struct tj_watchdog {
+	uc_engine *uc;
+	struct timespec deadline; // CLOCK_MONOTONIC
+	atomic_int done;
+} tj_watchdog;
+
+#define TJ_WATCHDOG_REPEAT_NS 200000 // between repeated stop requests
+
+static void *tj_watchdog_fn(void *arg)
+{
+	tj_watchdog *w = arg;
+	while (!atomic_load(&w->done) &&
+	       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &w->deadline, NULL) == EINTR)
+		;
+	while (!atomic_load(&w->done)) {
+		uc_emu_stop(w->uc);
+		struct timespec d = {0, TJ_WATCHDOG_REPEAT_NS};
+		nanosleep(&d, NULL);
+	}
+	return NULL;
+}
+
 uc_err tj_emu_start(uc_engine *uc, tj_state *st, uint64_t begin, uint64_t until,
 		    uint64_t timeout, uint64_t count)
 {
 	st->reason = TJ_STOP_NONE;
 	st->has_fault = 0;
 	st->icount = 0;
-	uc_err err = uc_emu_start(uc, begin, until, timeout, (size_t)count);
+	tj_watchdog w = {.uc = uc};
+	pthread_t th;
+	int watching = 0;
+	if (timeout > 0) {
+		clock_gettime(CLOCK_MONOTONIC, &w.deadline);
+		uint64_t ns = (uint64_t)w.deadline.tv_nsec + (timeout % 1000000) * 1000;
+		w.deadline.tv_sec += (time_t)(timeout / 1000000 + ns / 1000000000);
+		w.deadline.tv_nsec = (long)(ns % 1000000000);
+		atomic_init(&w.done, 0);
+		if (pthread_create(&th, NULL, tj_watchdog_fn, &w) != 0)
+			return UC_ERR_RESOURCE;
+		watching = 1;
+	}
+	uc_err err = uc_emu_start(uc, begin, until, 0, (size_t)count);
+	if (watching) {
+		atomic_store(&w.done, 1);
+		pthread_join(th, NULL);
+	}
 	uc_reg_read(uc, st->pc_reg, &st->pc);
 	return err;
 }
