@@ -22,7 +22,7 @@ type CaptureOptions struct {
 	Kernel   string        // profile: a btfmodel.Kernel, e.g. "6.12"
 	Arch     string        // "amd64" or "arm64"
 	Cases    []Case        // what to capture
-	OutDir   string        // if set: cases.jsonl, info.json, kernel.json, boots.json (and vmlinux.btf.xz), replaced whole
+	OutDir   string        // if set: cases.jsonl, info.json, kernel.json, boots.json (and vmlinux.btf.xz), replaced whole; its ExtraCasesFile checked first, then updated (see CaptureCases)
 	WorkDir  string        // agent, initramfs and console logs; default a temporary directory, removed
 	Jobs     int           // guests run in parallel (default 1; keep <= 2 on small hosts)
 	Timeout  time.Duration // per guest boot (default 90 s plus 5 s per case, 2 min more for the BTF); a hard limit when set
@@ -108,6 +108,9 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 		if err := checkRecapture(o.OutDir, o.Local != nil); err != nil {
 			return nil, err
 		}
+		if _, err := ReadExtraCases(o.OutDir, o.Kernel, o.Arch); err != nil {
+			return nil, err
+		}
 		if o.Merge && o.Local == nil && o.Pin == (vm.Pin{}) {
 			// Merged cases must come from the corpus's own build.
 			pin, err := CorpusPin(o.OutDir)
@@ -149,6 +152,7 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	given := o.Cases // what ExtraCasesFile records: before the struct_ops tables expand
 	sent, plan := planStructOps(o.Cases, only, o.Kernel, o.Arch)
 
 	rep := &CaptureReport{Kernel: record, boot: k}
@@ -224,6 +228,9 @@ func Capture(ctx context.Context, o CaptureOptions) (*CaptureReport, error) {
 		files, err := corpusFiles(rep)
 		if err == nil && o.Merge {
 			files, err = mergeFiles(o.OutDir, files)
+		}
+		if err == nil {
+			files, err = withExtraFile(files, o.OutDir, o.Kernel, o.Arch, given)
 		}
 		if err != nil {
 			return rep, err

@@ -74,6 +74,9 @@ func CaptureHost(ctx context.Context, o CaptureOptions) (*CaptureReport, error) 
 		if err := CheckOutDir(o.OutDir); err != nil {
 			return nil, err
 		}
+		if _, err := ReadExtraCases(o.OutDir, o.Kernel, o.Arch); err != nil {
+			return nil, err
+		}
 	}
 	if o.CopyBTF {
 		b, err := ReadFileLimit(hostBTF, "vmlinux BTF", maxHostBTF)
@@ -136,6 +139,12 @@ func CaptureHost(ctx context.Context, o CaptureOptions) (*CaptureReport, error) 
 	}
 	if o.OutDir != "" {
 		files, err := corpusFiles(rep)
+		if err == nil && o.Merge {
+			files, err = mergeFiles(o.OutDir, files)
+		}
+		if err == nil {
+			files, err = withExtraFile(files, o.OutDir, o.Kernel, o.Arch, o.Cases)
+		}
 		if err != nil {
 			return rep, err
 		}

@@ -364,10 +364,12 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 			"case needs refuses it, naming the option; one some cases need is a warning).\n"+
 			"-o DIR is checked before anything boots and replaced whole, only once every case is in,\n"+
 			"with the kernel's BTF (vmlinux.btf.xz; a capture whose BTF copy fails writes nothing).\n"+
+			"The cases of DIR's %s (from outside the catalogue: kernel fuzz's, merged with\n"+
+			"--cases FILE --merge, which adds them there) are captured again after the others.\n"+
 			"An interrupted capture leaves DIR as it was and keeps the cases that completed in\n"+
 			"DIR%s, whose %s file names the missing ones (nothing when none completed).\n"+
 			"A cases file may hold %d MiB, %d cases, %d programs per case.\n\n%s\n",
-			kernel.PartialSuffix, kernel.PartialNote, kernel.MaxCasesFileSize>>20, kernel.MaxCases, kernel.MaxCaseProgs, kernelExitStatus)
+			kernel.ExtraCasesFile, kernel.PartialSuffix, kernel.PartialNote, kernel.MaxCasesFileSize>>20, kernel.MaxCases, kernel.MaxCaseProgs, kernelExitStatus)
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -436,7 +438,12 @@ func runKernelCapture(args []string, stdout, stderr io.Writer) error {
 	} else {
 		cases = kernel.FullCatalog(t.profile, t.arch)
 	}
-	cases, err := selectCases(cases, only)
+	// A corpus's cases from outside the catalogue (its extra-cases.jsonl) are captured again.
+	cases, err := kernel.CaptureCases(outDir, t.profile, t.arch, cases, merge)
+	if err != nil {
+		return err
+	}
+	cases, err = selectCases(cases, only)
 	if err != nil {
 		return err
 	}
