@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	_ "github.com/trampjit/trampjit/amd64" // registers the x86_64 backend
@@ -194,27 +195,25 @@ func generate(req *jit.Request) (*jit.Image, *jit.Tramp, error) {
 	return img, tr, err
 }
 
+// notFtraceManaged is how each arch's bpf_arch_text_poke refuses a function ftrace does not
+// manage (notrace code), where register_fentry falls back to patching the text itself: BTF
+// does not say which functions those are.
+var notFtraceManaged = map[btfmodel.Arch]struct{ errno, why string }{
+	// x86_64 finds no fentry NOP at the entry.
+	btfmodel.AMD64: {"EBUSY", "EBUSY: not ftrace-managed"},
+	// arm64 patches only BPF text.
+	btfmodel.ARM64: {"ENOTSUPP", "arm64 ENOTSUPP: not ftrace-managed, bpf_arch_text_poke patches only BPF text"},
+	// riscv64 expects the two NOPs of a patchable entry and finds other code.
+	btfmodel.RISCV64: {"EFAULT", "riscv64 EFAULT: not ftrace-managed, bpf_arch_text_poke finds no NOPs at the entry"},
+}
+
 // diffRefusal checks that the model refuses a case the kernel refused, for the same reason.
 func diffRefusal(c *CorpusCase, r DiffResult, err error) DiffResult {
-	if c.Errno == "EBUSY" && c.Stage == "attach" {
-		// bpf_arch_text_poke finds no fentry NOP at a function ftrace does not manage
-		// (notrace code): BTF does not say which functions those are.
-		r.Verdict, r.Note = Unmodelled, "the kernel cannot patch this function (EBUSY: not ftrace-managed)"
+	if nf, ok := notFtraceManaged[c.Request.Arch]; ok && c.Stage == "attach" && c.Errno == nf.errno && modelBuildsAttach(c, err) {
+		r.Verdict, r.Note = Unmodelled, "the kernel cannot patch this function ("+nf.why+")"
 		if err != nil {
-			r.Note += "; model: " + err.Error()
+			r.Note += fmt.Sprintf("; the model refuses only a later attach than the kernel's %d: %v", c.AttachIndex(), err)
 		}
-		return r
-	}
-	if err == nil && c.Errno == "ENOTSUPP" && c.Stage == "attach" && c.Request.Arch == "arm64" {
-		// The same refusal on arm64: its bpf_arch_text_poke patches only BPF text, so a
-		// function ftrace does not manage is -ENOTSUPP (x86_64: EBUSY, above).
-		r.Verdict, r.Note = Unmodelled, "the kernel cannot patch this function (arm64 ENOTSUPP: not ftrace-managed, bpf_arch_text_poke patches only BPF text)"
-		return r
-	}
-	if err == nil && c.Errno == "EFAULT" && c.Stage == "attach" && c.Request.Arch == "riscv64" {
-		// riscv64's bpf_arch_text_poke expects the two NOPs of a patchable entry at a
-		// function ftrace does not manage; finding other code there is -EFAULT.
-		r.Verdict, r.Note = Unmodelled, "the kernel cannot patch this function (riscv64 EFAULT: not ftrace-managed, bpf_arch_text_poke finds no NOPs at the entry)"
 		return r
 	}
 	if err == nil {
@@ -258,6 +257,54 @@ func sameErrno(a, b string) bool {
 		return s
 	}
 	return alias(a) == alias(b)
+}
+
+// attachIndex matches the agent's refusal at attach: "attach program N (kind) to func: ...".
+var attachIndex = regexp.MustCompile(`^attach program (\d+) `)
+
+// AttachIndex is the 1-based attach the kernel refused a case at, 0 when the case was not
+// refused at attach or its error does not say.
+func (c *CorpusCase) AttachIndex() int {
+	if c.Stage != "attach" {
+		return 0
+	}
+	m := attachIndex.FindStringSubmatch(c.Error)
+	if m == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// modelBuildsAttach reports whether the model builds the trampoline the kernel's refused attach
+// would have built: the agent loads every program, then attaches them one at a time, so
+// attach N builds the first N. The model's refusal of the whole set (err) may come at a later
+// attach, as the link limit does (BPF_MAX_TRAMP_LINKS counts the links so far); a refusal at
+// load is a disagreement, the kernel loaded them all.
+func modelBuildsAttach(c *CorpusCase, err error) bool {
+	if err == nil {
+		return true
+	}
+	var ae *jit.AttachError
+	if errors.As(err, &ae) && ae.Verdict.Stage != btfmodel.StageAttach {
+		return false
+	}
+	n := c.AttachIndex()
+	if n <= 0 || n >= len(c.Request.Progs) {
+		return false
+	}
+	req := *c.Request
+	req.Progs = req.Progs[:n]
+	if req.Addrs != nil {
+		a := *req.Addrs
+		a.Progs = a.Progs[:min(n, len(a.Progs))]
+		req.Addrs = &a
+	}
+	_, _, e := generate(&req)
+	return e == nil
 }
 
 // Captured reports whether the case has a result: an image or the kernel's refusal. A case

@@ -69,13 +69,29 @@ func fuzzDiff(c *CorpusCase) DiffResult {
 		// bpf_check_attach_target looks the address up after distilling the prototype and
 		// before the sleepable and fmod_ret checks: a model refusal from those comes second.
 		r.Verdict, r.Note = Unmodelled, "no kallsyms address for a BTF function: "+c.KernelMessage()
-	case r.Verdict != ModelAccept:
-	case c.Stage == "attach" && c.Errno == "EINVAL" && c.Request.Arch == "amd64":
-		// An __init function: its text is freed after boot, ftrace dropped its record, and
-		// x86's bpf_arch_text_poke refuses an address outside kernel text with -EINVAL.
-		r.Verdict, r.Note = Unmodelled, "the kernel cannot patch this function (EINVAL at attach: freed __init text, not kernel text)"
+	case agrees(r.Verdict):
+	case c.Stage == "attach" && freedInitText[c.Request.Arch].errno == c.Errno && modelBuildsAttach(c, modelErr(c)):
+		// An __init function: its text is freed after boot, ftrace dropped its record
+		// (ftrace_free_init_mem), and bpf_arch_text_poke refuses an address that is neither
+		// kernel text nor BPF text. A model refusal of a later attach comes second.
+		r.Verdict, r.Note = Unmodelled, "the kernel cannot patch this function ("+freedInitText[c.Request.Arch].why+")"
 	}
 	return r
+}
+
+// freedInitText is how each arch's bpf_arch_text_poke refuses an address outside kernel text
+// (is_kernel_text) and BPF text: an __init function's, freed after boot. BTF does not mark
+// __init. arm64 refuses it as it refuses every non-BPF text, with the not-ftrace-managed
+// ENOTSUPP Diff already counts.
+var freedInitText = map[btfmodel.Arch]struct{ errno, why string }{
+	btfmodel.AMD64:   {"EINVAL", "EINVAL at attach: freed __init text, not kernel text"},
+	btfmodel.RISCV64: {"ENOTSUPP", "riscv64 ENOTSUPP at attach: freed __init text, not kernel text"},
+}
+
+// modelErr is the model's refusal of the case's request, nil when it builds an image.
+func modelErr(c *CorpusCase) error {
+	_, _, err := generate(c.Request)
+	return err
 }
 
 // RediffFuzz compares a campaign's results (dir/results.jsonl) with the model again,
