@@ -1,6 +1,7 @@
 package jit
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -51,6 +52,9 @@ func Generate(req *Request) (*Tramp, *Image, error) {
 			return nil, nil, err
 		}
 	}
+	if err := refusedBeforeLinkLimit(be, req, m); err != nil {
+		return nil, nil, err
+	}
 	tr, err := Resolve(req, m)
 	if err != nil {
 		return nil, nil, err
@@ -60,4 +64,54 @@ func Generate(req *Request) (*Tramp, *Image, error) {
 		return nil, nil, err
 	}
 	return tr, img, nil
+}
+
+// refusedBeforeLinkLimit is the kernel's answer to a set over BPF_MAX_TRAMP_LINKS when an
+// earlier attach fails: the kernel links the programs one at a time and each link rebuilds
+// the image with the programs so far, so the arch can refuse an image (one over its page:
+// arm64 6.1 -EFBIG, x86 -EFAULT) before the link limit's -E2BIG. It is the first attach whose
+// image the arch refuses, or nil when the largest set within the limit builds.
+func refusedBeforeLinkLimit(be Backend, req *Request, m *btfmodel.FuncModel) error {
+	max := btfmodel.LimitsFor(req.Arch, req.Kernel).MaxTrampLinks
+	if req.StructOps != nil || TrampNodes(req.Progs) <= max {
+		return nil
+	}
+	build := func(n int) error {
+		r := *req
+		r.Progs = req.Progs[:n]
+		if req.Addrs != nil && len(req.Addrs.Progs) > n {
+			a := *req.Addrs
+			a.Progs = a.Progs[:n]
+			r.Addrs = &a
+		}
+		tr, err := Resolve(&r, m)
+		if err == nil {
+			_, err = be.Generate(tr)
+		}
+		return err
+	}
+	hi := len(req.Progs)
+	for TrampNodes(req.Progs[:hi]) > max {
+		hi--
+	}
+	err := build(hi)
+	if err == nil {
+		return nil
+	}
+	// The image grows with every program: the first refused attach is the least n refused.
+	for lo := 1; lo < hi; {
+		mid := (lo + hi) / 2
+		if e := build(mid); e != nil {
+			hi, err = mid, e
+		} else {
+			lo = mid + 1
+		}
+	}
+	errno := "an error"
+	var e Errno
+	if errors.As(err, &e) {
+		errno = e.Name()
+	}
+	return fmt.Errorf("prog#%d (%s): the kernel refuses it at attach with %s, building the trampoline of programs 1-%d (before the link limit): %w",
+		hi, req.Progs[hi-1].Kind, errno, hi, err)
 }

@@ -28,6 +28,10 @@ type FuzzPool struct {
 	// bad are functions the kernel cannot distill (too many arguments, big structs,
 	// variadic, struct returns): deliberate refusals.
 	bad []string
+	// sessionKfuncs: the BTF has the kfuncs the agent's fsession program calls
+	// (bpf_session_is_return, bpf_session_cookie: 6.10+). Without them the loader refuses an
+	// fsession program before the kernel sees it, so none is drawn.
+	sessionKfuncs bool
 }
 
 // fuzzSkip are functions no random case traces: the trampoline's own path and the code a
@@ -64,6 +68,7 @@ func NewFuzzPool(spec *btf.Spec, kernel btfmodel.Kernel, arch btfmodel.Arch) (*F
 		count[fn.Name]++
 		funcs[fn.Name] = fn
 	}
+	p.sessionKfuncs = funcs["bpf_session_is_return"] != nil && funcs["bpf_session_cookie"] != nil
 	for name, fn := range funcs {
 		if count[name] > 1 || skipFuzz(name) {
 			continue // two statics of one name: the loader and the model may pick different ones
@@ -245,6 +250,9 @@ func (p *FuzzPool) one(r *rand.Rand) Case {
 
 // kinds are the program kinds a function admits (fmod_ret where it is modifiable, lsm on
 // bpf_lsm_ hooks, fsession where the profile has it), with one refused kind one time in ten.
+// Where the loader cannot build an fsession program (no session kfuncs: 6.1) fentry takes
+// its place, the arch's refusal on a function it cannot trace (6.1 x86_64: more than six
+// arguments) where no kind is admitted.
 func (p *FuzzPool) kinds(r *rand.Rand, fn string) []jit.Kind {
 	env := btfmodel.AttachEnv{Kernel: p.Kernel, Arch: p.Arch}
 	ok := func(k jit.Kind) bool { return btfmodel.CheckAttach(fn, p.models[fn], nil, k, env).OK }
@@ -258,6 +266,9 @@ func (p *FuzzPool) kinds(r *rand.Rand, fn string) []jit.Kind {
 		// Not lsm: on a function without the bpf_lsm_ prefix the loader (cilium/ebpf)
 		// refuses before the kernel sees it ("LSM hook not supported").
 		refused := []jit.Kind{jit.ModRet, jit.Fsession}
+		if !p.sessionKfuncs {
+			refused[1] = jit.Fentry
+		}
 		out = append(out, refused[r.IntN(len(refused))])
 	}
 	return out
