@@ -30,6 +30,9 @@ type FuzzOptions struct {
 	Batch    int
 	Minimise bool   // minimise each disagreement (re-captured)
 	OutDir   string // results.jsonl, summary.json, minimised.jsonl, minimised-cases.json
+	// Resume continues the interrupted campaign in OutDir: the requests its results.jsonl
+	// holds (the first of the same seed's draws) are not captured again.
+	Resume   bool
 	Progress io.Writer
 }
 
@@ -98,24 +101,23 @@ func modelErr(c *CorpusCase) error {
 // without booting: after a model fix, or to apply fuzzDiff's rules to an older run.
 func RediffFuzz(dir, corpus string) (*FuzzReport, error) {
 	var pool *FuzzPool
-	data, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	done, _, err := readResults(dir)
 	if err != nil {
 		return nil, err
 	}
 	var old FuzzReport
-	if b, err := os.ReadFile(filepath.Join(dir, "summary.json")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, fuzzSummary)); err == nil {
 		json.Unmarshal(b, &old)
+	}
+	if old.Kernel == "" && len(done) > 0 { // killed before its first summary
+		old.Kernel, old.Arch = string(done[0].Corpus.Request.Kernel), string(done[0].Corpus.Request.Arch)
 	}
 	if spec, err := btfmodel.LoadFile(filepath.Join(corpus, "vmlinux.btf.xz"), nil); err == nil {
 		pool, _ = NewFuzzPool(spec, btfmodel.Kernel(old.Kernel), btfmodel.Arch(old.Arch))
 	}
 	rep := &FuzzReport{Kernel: old.Kernel, Arch: old.Arch, Seed: old.Seed, Boots: old.Boots, Duration: old.Duration,
 		CaptureTime: old.CaptureTime, Shapes: old.Shapes, Uncovered: old.Uncovered, Kinds: map[string]int{}}
-	for i, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var fc FuzzCase
-		if err := json.Unmarshal([]byte(l), &fc); err != nil || fc.Corpus == nil || fc.Corpus.Request == nil {
-			return nil, fmt.Errorf("%s/results.jsonl:%d: not a fuzz result (%v)", dir, i+1, err)
-		}
+	for _, fc := range done {
 		fc.Corpus.Request.SetDir(corpus)
 		fc.Diff = fuzzDiff(fc.Corpus)
 		rep.add(fc, pool)
@@ -223,29 +225,52 @@ func ImageFuzz(ctx context.Context, o FuzzOptions) (*FuzzReport, error) {
 	cases := pool.Generate(o.Seed, o.Count)
 	fmt.Fprintf(progress, "%s-%s: %d requests (seed %d) from %d prototype shapes (%d not in the catalogue), %d per boot\n",
 		o.Kernel, o.Arch, len(cases), o.Seed, rep.Shapes, rep.Uncovered, o.Batch)
-	for lo := 0; lo < len(cases); lo += o.Batch {
+	var before time.Duration // a resumed campaign's capture time so far
+	if o.OutDir != "" {
+		done, old, err := startResults(o, cases)
+		if err != nil {
+			return nil, err
+		}
+		for _, fc := range done {
+			fc.Diff = fuzzDiff(fc.Corpus) // the model may have changed since
+			rep.add(fc, pool)
+		}
+		if o.Resume {
+			rep.Boots, before = old.Boots, old.CaptureTime
+			fmt.Fprintf(progress, "%s-%s: resuming after %d results in %s\n", o.Kernel, o.Arch, len(done), o.OutDir)
+		}
+	} else if o.Resume {
+		return nil, fmt.Errorf("image fuzz: resume needs the campaign's directory (OutDir)")
+	}
+	start := len(rep.Cases)
+	for lo := start; lo < len(cases); lo += o.Batch {
 		batch := cases[lo:min(lo+o.Batch, len(cases))]
 		got, boots, err := fuzzCapture(ctx, o, pin, batch)
 		rep.Boots += boots
 		if err != nil {
 			return rep, err
 		}
+		fcs := make([]FuzzCase, len(batch))
 		for i, c := range batch {
-			fc := FuzzCase{Case: c, Corpus: got[i], Diff: fuzzDiff(got[i])}
-			rep.add(fc, pool)
+			fcs[i] = FuzzCase{Case: c, Corpus: got[i], Diff: fuzzDiff(got[i])}
+			rep.add(fcs[i], pool)
 		}
-		if o.OutDir != "" { // so far: a campaign cut short keeps its results
-			rep.CaptureTime = time.Since(t0)
-			if err := rep.write(o.OutDir); err != nil {
+		rep.CaptureTime = before + time.Since(t0)
+		rep.PerCase = rep.CaptureTime / time.Duration(rep.Requests)
+		if o.OutDir != "" { // as it goes: a campaign cut short keeps every batch it finished
+			if err := appendResults(o.OutDir, fcs); err != nil {
+				return rep, err
+			}
+			if err := rep.writeSummary(o.OutDir); err != nil {
 				return rep, err
 			}
 		}
 		done := lo + len(batch)
 		el := time.Since(t0)
 		fmt.Fprintf(progress, "%s-%s: %d/%d done, %d agree, %d disagree, %v per case\n", o.Kernel, o.Arch, done, len(cases),
-			rep.Agreeing, done-rep.Agreeing-rep.NotCaptured, (el / time.Duration(done)).Round(time.Millisecond))
+			rep.Agreeing, done-rep.Agreeing-rep.NotCaptured, (el / time.Duration(done-start)).Round(time.Millisecond))
 	}
-	rep.CaptureTime = time.Since(t0)
+	rep.CaptureTime = before + time.Since(t0)
 	perKind := map[string]int{}
 	var todo []*FuzzDisagreement
 	for _, fc := range rep.Cases {
@@ -281,7 +306,7 @@ func ImageFuzz(ctx context.Context, o FuzzOptions) (*FuzzReport, error) {
 		rep.PerCase = rep.CaptureTime / time.Duration(rep.Requests)
 	}
 	if o.OutDir != "" {
-		if err := rep.write(o.OutDir); err != nil {
+		if err := rep.writeFinal(o.OutDir); err != nil {
 			return rep, err
 		}
 	}
@@ -340,47 +365,6 @@ func fuzzCapture(ctx context.Context, o FuzzOptions, pin vm.Pin, cases []Case) (
 		}
 	}
 	return out, len(cr.Boots), nil
-}
-
-// write puts the campaign's files into dir: every result, the summary, and the minimised
-// disagreements as corpus lines and as a cases file for `kernel capture --merge`.
-func (rep *FuzzReport) write(dir string) error {
-	var res, minl strings.Builder
-	for _, fc := range rep.Cases {
-		b, err := json.Marshal(fc)
-		if err != nil {
-			return err
-		}
-		res.Write(b)
-		res.WriteByte('\n')
-	}
-	var mc []Case
-	for _, d := range rep.Found {
-		if d.Corpus != nil {
-			b, err := json.Marshal(d.Corpus)
-			if err != nil {
-				return err
-			}
-			minl.Write(b)
-			minl.WriteByte('\n')
-		}
-		mc = append(mc, d.Minimised)
-	}
-	sum, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	cj, err := json.MarshalIndent(mc, "", "  ")
-	if err != nil {
-		return err
-	}
-	for name, data := range map[string][]byte{"results.jsonl": []byte(res.String()), "summary.json": append(sum, '\n'),
-		"minimised.jsonl": []byte(minl.String()), "minimised-cases.json": append(cj, '\n')} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Summary prints the report's figures and its disagreements by kind.

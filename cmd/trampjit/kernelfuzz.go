@@ -20,7 +20,7 @@ func runKernelFuzz(args []string, stdout, stderr io.Writer) error {
 	var seed uint64
 	var out, corpus, format, profile string
 	var noMin, quiet bool
-	var rediff string
+	var rediff, resume string
 	p.register(fs.StringVar)
 	fs.StringVar(&profile, "profile", "", "the same as --kernel")
 	fs.IntVar(&count, "count", 100, "requests to draw")
@@ -31,6 +31,7 @@ func runKernelFuzz(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&format, "format", "text", "output: text or json (the summary with every disagreement)")
 	fs.BoolVar(&noMin, "no-minimise", false, "report disagreements as drawn, without re-capturing simpler forms")
 	fs.StringVar(&rediff, "rediff", "", "compare an earlier campaign's DIR/results.jsonl with the model again, without booting")
+	fs.StringVar(&resume, "resume", "", "continue the interrupted campaign in DIR: the requests its results.jsonl holds are not captured again (the same --kernel, --arch and --seed)")
 	fs.BoolVar(&quiet, "quiet", false, "no per-case progress, only the batch lines")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: trampjit kernel fuzz --count N --kernel K --arch A --seed S [--out DIR] [flags]\n\n"+
@@ -55,6 +56,12 @@ func runKernelFuzz(args []string, stdout, stderr io.Writer) error {
 	if format != "text" && format != "json" {
 		return usageErr("unknown --format %q (want text or json)", format)
 	}
+	if resume != "" {
+		if out != "" && out != resume {
+			return usageErr("--resume %s with --out %s: the campaign resumed is written where it was", resume, out)
+		}
+		out = resume
+	}
 	if corpus == "" {
 		corpus = filepath.Join("testdata", "kernel", p.kernel+"-"+p.arch)
 	}
@@ -73,7 +80,7 @@ func runKernelFuzz(args []string, stdout, stderr io.Writer) error {
 		rep, err = kernel.RediffFuzz(rediff, corpus)
 	} else {
 		rep, err = kernel.ImageFuzz(ctx, kernel.FuzzOptions{Kernel: p.kernel, Arch: p.arch, Count: count, Seed: seed,
-			Corpus: corpus, Batch: batch, Minimise: !noMin, OutDir: out, Progress: progress})
+			Corpus: corpus, Batch: batch, Minimise: !noMin, OutDir: out, Resume: resume != "", Progress: progress})
 	}
 	if err != nil {
 		return asInterrupt(ctx, err)
