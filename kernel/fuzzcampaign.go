@@ -340,11 +340,21 @@ func (rep *FuzzReport) add(fc FuzzCase, pool *FuzzPool) {
 	}
 }
 
+// fuzzBootTimeout is the hard limit of one guest capturing n cases. It only stops a guest
+// that hangs (the case in flight is not captured, a new guest takes the rest), so it is
+// generous: riscv64 under TCG on a host shared with three other guests took 4.6 s a case
+// (6.12, 187 cases in 14.5 minutes), over the 3 s a case once allowed, and the case the limit
+// fell on (fuzz-1-687, fexit on sbi_get_mvendorid: EFAULT in 2.3 s alone) was reported as
+// a hang.
+func fuzzBootTimeout(n int) time.Duration {
+	return 120*time.Second + time.Duration(n)*8*time.Second
+}
+
 // fuzzCapture captures cases in one guest (more when one dies) and returns their corpus
 // lines in order, requests resolved against the corpus's BTF.
 func fuzzCapture(ctx context.Context, o FuzzOptions, pin vm.Pin, cases []Case) ([]*CorpusCase, int, error) {
 	cr, err := Capture(ctx, CaptureOptions{Kernel: o.Kernel, Arch: o.Arch, Cases: cases, Pin: pin,
-		Timeout: 120*time.Second + time.Duration(len(cases))*3*time.Second, Progress: o.Progress})
+		Timeout: fuzzBootTimeout(len(cases)), Progress: o.Progress})
 	if err != nil {
 		n := 0
 		if cr != nil {

@@ -150,3 +150,15 @@ func TestImageFuzzKilled(t *testing.T) {
 		t.Errorf("resume of an empty directory: %v, want a refusal", err)
 	}
 }
+
+// TestFuzzBootTimeout: a guest's limit covers its batch at the slowest rate measured, 6.12
+// riscv64 under TCG on a loaded host (4.6 s a case, and about 30 s to boot and read
+// kallsyms), for make test's 50 and the campaign's 250; a limit below that blames the case
+// in flight for a hang it did not cause.
+func TestFuzzBootTimeout(t *testing.T) {
+	for _, n := range []int{50, 250} {
+		if need := 30*time.Second + time.Duration(n)*4600*time.Millisecond; fuzzBootTimeout(n) < need*3/2 {
+			t.Errorf("%d cases: %v, want at least 1.5 times the %v they took", n, fuzzBootTimeout(n), need)
+		}
+	}
+}
