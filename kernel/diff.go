@@ -259,8 +259,9 @@ func sameErrno(a, b string) bool {
 	return alias(a) == alias(b)
 }
 
-// attachIndex matches the agent's refusal at attach: "attach program N (kind) to func: ...".
-var attachIndex = regexp.MustCompile(`^attach program (\d+) `)
+// attachIndex matches the agent's refusal at attach: "attach program N (kind) to func: ..."
+// (capture), "attach program N: ..." (cost).
+var attachIndex = regexp.MustCompile(`^attach program (\d+)[ :]`)
 
 // AttachIndex is the 1-based attach the kernel refused a case at, 0 when the case was not
 // refused at attach or its error does not say.

@@ -153,6 +153,20 @@ func TestFuzzDiffEarlierAttach(t *testing.T) {
 			t.Errorf("%s (%s, %d programs): %s %s, want unmodelled with the model's later E2BIG", c.ID, c.Request.Func, len(c.Request.Progs), d.Verdict, d.Note)
 		}
 	}
+	for _, tc := range []struct {
+		stage, err string
+		want       int
+	}{
+		{"attach", "attach program 12 (fexit) to f: bad address", 12}, // the capture's words
+		{"attach", "attach program 3: device or resource busy", 3},    // the cost run's
+		{"attach", "attach program 1x (fentry) to f: bad address", 0},
+		{"load", "attach program 2 (fentry) to f: bad address", 0},
+	} {
+		c := CorpusCase{Stage: tc.stage, Error: tc.err}
+		if n := c.AttachIndex(); n != tc.want {
+			t.Errorf("%s %q: attach %d, want %d", tc.stage, tc.err, n, tc.want)
+		}
+	}
 	// fuzz-1-26's 27th program (fentry, fsession and fexit programs; an fsession takes two
 	// nodes) brings the nodes to 39, one over the limit: a refusal there is the model's own
 	// attach, and EFAULT instead of E2BIG there is a disagreement; at the 26th it is not.
