@@ -351,8 +351,39 @@ func fuzzBootTimeout(n int) time.Duration {
 }
 
 // fuzzCapture captures cases in one guest (more when one dies) and returns their corpus
-// lines in order, requests resolved against the corpus's BTF.
+// lines in order, requests resolved against the corpus's BTF. The cases a guest died on are
+// captured once more, in a guest of their own: a guest's limit (fuzzBootTimeout) can run
+// out on a loaded host with no case at fault, and it blames the case in flight.
 func fuzzCapture(ctx context.Context, o FuzzOptions, pin vm.Pin, cases []Case) ([]*CorpusCase, int, error) {
+	out, boots, err := fuzzCaptureOnce(ctx, o, pin, cases)
+	if err != nil {
+		return nil, boots, err
+	}
+	var again []Case
+	var at []int
+	for i, c := range out {
+		if !c.Captured() {
+			again, at = append(again, cases[i]), append(at, i)
+		}
+	}
+	if len(again) == 0 {
+		return out, boots, nil
+	}
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, "%s-%s: capturing %d cases the guest died on again\n", o.Kernel, o.Arch, len(again))
+	}
+	got, n, err := fuzzCaptureOnce(ctx, o, pin, again)
+	boots += n
+	if err != nil {
+		return nil, boots, err
+	}
+	for k, i := range at {
+		out[i] = got[k]
+	}
+	return out, boots, nil
+}
+
+func fuzzCaptureOnce(ctx context.Context, o FuzzOptions, pin vm.Pin, cases []Case) ([]*CorpusCase, int, error) {
 	cr, err := Capture(ctx, CaptureOptions{Kernel: o.Kernel, Arch: o.Arch, Cases: cases, Pin: pin,
 		Timeout: fuzzBootTimeout(len(cases)), Progress: o.Progress})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trampjit/trampjit/kernel/vm"
 	"github.com/trampjit/trampjit/kernel/wire"
 )
 
@@ -159,6 +160,33 @@ func TestFuzzBootTimeout(t *testing.T) {
 	for _, n := range []int{50, 250} {
 		if need := 30*time.Second + time.Duration(n)*4600*time.Millisecond; fuzzBootTimeout(n) < need*3/2 {
 			t.Errorf("%d cases: %v, want at least 1.5 times the %v they took", n, fuzzBootTimeout(n), need)
+		}
+	}
+}
+
+// TestFuzzCaptureAgain: the guest dies on b (the limit ran out, or a panic); c is captured by
+// a second guest, and b once more by a third, which answers it.
+func TestFuzzCaptureAgain(t *testing.T) {
+	hello := frameLine(t, wire.KindHello, wire.Hello{Release: "fake"})
+	refused := func(id string) string {
+		return frameLine(t, wire.KindCapture, wire.CaptureResult{ID: id, Error: "attach program 1 (fentry) to f: bad address", Errno: "EFAULT", Stage: "attach"})
+	}
+	done := frameLine(t, wire.KindDone, wire.Done{Cases: 1})
+	fakeGuest(t, "n=$(cat $STATE/n 2>/dev/null || echo 0)\necho $((n+1)) > $STATE/n\ncase $n in\n"+
+		"0)\n"+hello+refused("a")+"echo 'Kernel panic - not syncing: Fatal exception'\n;;\n"+
+		"1)\n"+hello+refused("c")+done+";;\n"+
+		"2)\n"+hello+refused("b")+done+";;\nesac\n")
+	o := FuzzOptions{Kernel: "6.12", Arch: "amd64", Corpus: fuzzCorpus(t)}
+	got, boots, err := fuzzCapture(context.Background(), o, vm.Pin{}, []Case{{ID: "a", Func: "f"}, {ID: "b", Func: "f"}, {ID: "c", Func: "f"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if boots != 3 {
+		t.Errorf("%d boots, want 3", boots)
+	}
+	for i, id := range []string{"a", "b", "c"} {
+		if c := got[i]; c.ID != id || !c.Captured() || c.Errno != "EFAULT" {
+			t.Errorf("case %d: %s %s %s (%s), want %s refused with EFAULT", i, c.ID, c.Stage, c.Errno, c.Error, id)
 		}
 	}
 }
