@@ -5,29 +5,35 @@
 // libunicorn 2.1; this block hook adds each block's instruction count once
 // per block instead, and stops the run in the block that goes past the
 // budget (so a run that ends by budget did execute more than budget
-// instructions, and at most one block more).
+// instructions, and at most one block more). It runs on every block of every
+// run, so its hit path is kept a leaf: on arm64 a block's count is its size
+// / 4; elsewhere a cache lookup, with Unicorn asked out of line on a miss.
 #include <string.h>
 #include "shim.h"
 
-// icount returns the instruction count of the block at pc, from the cache or
-// from Unicorn's translation cache (the block is being executed, so it is
-// there and is not retranslated).
-static int hit(const tj_icount_slot *s, const tj_state *st, uint64_t pc, uint32_t size)
+// budget_stop ends the run in the block that went past the budget.
+static __attribute__((noinline)) void budget_stop(uc_engine *uc, tj_state *st)
 {
-	return s->pc == pc && s->size == size && s->gen == st->code_gen && s->icount;
+	if (st->reason == TJ_STOP_NONE) {
+		st->reason = TJ_STOP_BUDGET;
+		uc_emu_stop(uc);
+	}
 }
 
-static uint32_t icount(uc_engine *uc, tj_state *st, uint64_t pc, uint32_t size)
+static inline void budget_add(uc_engine *uc, tj_state *st, uint32_t n)
 {
-	// Two-way set by Fibonacci hashing: with xor-folding the caller's loop
-	// (0x10150) and an arm64 kernel image block (0xffffa00080100040) shared a
-	// slot and evicted each other on every call.
-	uint64_t h = (pc * 0x9e3779b97f4a7c15ull) >> 52 & (TJ_ICOUNT_SLOTS - 2);
-	tj_icount_slot *s = &st->icache[h];
-	if (hit(s, st, pc, size))
-		return s->icount;
-	if (hit(s + 1, st, pc, size))
-		return s[1].icount;
+	st->used += n;
+	if (st->used > st->budget)
+		budget_stop(uc, st);
+}
+
+// budget_miss counts a block whose instruction count is not cached: it asks Unicorn's
+// translation cache (the block is being executed, so it is there and is not
+// retranslated) and fills the slot s. Out of line, so that the hit path is a leaf that
+// saves no registers.
+static __attribute__((noinline)) void budget_miss(uc_engine *uc, tj_state *st, tj_icount_slot *s,
+						  uint64_t pc, uint32_t size)
+{
 	s[1] = s[0]; // the older entry goes to the second way
 	st->icache_misses++;
 	uc_tb tb;
@@ -35,26 +41,44 @@ static uint32_t icount(uc_engine *uc, tj_state *st, uint64_t pc, uint32_t size)
 	if (uc_ctl_request_cache(uc, pc, &tb) == UC_ERR_OK && tb.icount > 0)
 		n = tb.icount;
 	s->pc = pc;
-	s->size = size;
+	s->tag = st->code_gen << 32 | size;
 	s->icount = n;
-	s->gen = st->code_gen;
-	return n;
+	budget_add(uc, st, n);
 }
 
+// tj_budget_cb adds the block's instruction count, cached by block address, size and
+// code generation (a two-way set by Fibonacci hashing: with xor-folding the caller's
+// loop (0x10150) and an arm64 kernel image block (0xffffa00080100040) shared a slot
+// and evicted each other on every call).
 static void tj_budget_cb(uc_engine *uc, uint64_t addr, uint32_t size, void *user)
 {
 	tj_state *st = user;
 	if (st->budget == 0)
 		return;
-	st->used += icount(uc, st, addr, size);
-	if (st->used > st->budget && st->reason == TJ_STOP_NONE) {
-		st->reason = TJ_STOP_BUDGET;
-		uc_emu_stop(uc);
-	}
+	uint64_t h = (addr * 0x9e3779b97f4a7c15ull) >> 52 & (TJ_ICOUNT_SLOTS - 2);
+	tj_icount_slot *s = &st->icache[h];
+	uint64_t tag = st->code_gen << 32 | size;
+	if (s->pc == addr && s->tag == tag)
+		budget_add(uc, st, s->icount);
+	else if (s[1].pc == addr && s[1].tag == tag)
+		budget_add(uc, st, s[1].icount);
+	else
+		budget_miss(uc, st, s, addr, size);
+}
+
+// tj_budget_fixed_cb is tj_budget_cb for fixed-width instructions (arm64): the block's
+// size says its count.
+static void tj_budget_fixed_cb(uc_engine *uc, uint64_t addr, uint32_t size, void *user)
+{
+	tj_state *st = user;
+	(void)addr;
+	if (st->budget != 0)
+		budget_add(uc, st, size >> st->insn_shift);
 }
 
 uc_err tj_budget_hook(uc_engine *uc, tj_state *st)
 {
 	uc_hook hh;
-	return uc_hook_add(uc, &hh, UC_HOOK_BLOCK, tj_budget_cb, st, 1, 0);
+	return uc_hook_add(uc, &hh, UC_HOOK_BLOCK, st->insn_shift ? (void *)tj_budget_fixed_cb : (void *)tj_budget_cb,
+			   st, 1, 0);
 }

@@ -90,9 +90,11 @@
 //     count == 0 and count > 0 flushes the whole translation cache (~12 ms;
 //     FlushCode costs the same, and seconds the first time). Run and
 //     RunRegs budget by block instead (budget.c): an always-on C block hook
-//     adds each block's instruction count, cached by address, and stops the
-//     run in the block that goes past the budget; no flush, about a tenth
-//     of a batch run.
+//     adds each block's instruction count (arm64: its size / 4; x86_64 and
+//     riscv64: cached by address, size and code generation) and stops the
+//     run in the block that goes past the budget; no flush. The hook is a
+//     leaf that saves no registers (~25 host instructions a block, ~10 on
+//     arm64, against ~45 when the cache miss was inlined into it).
 //   - Loads cost ~2 ns, stores ~62 ns each on both arches in 2.0.x: every
 //     store takes the not-dirty slow path and looks for code to invalidate
 //     (fixed upstream in 2.1.0, commit d0103576; on 2.1.4 a store costs
@@ -106,9 +108,12 @@
 //     up in the tb jump cache: 4096 slots indexed by pc bits xor-folded
 //     (page bits above 6 low pc bits; arm64 runs with 1 KiB pages, x86_64
 //     4 KiB). Two hot blocks in one slot evict each other, and each miss
-//     costs a tb_htable_lookup (~370 host instructions, callgrind). The
-//     harness's caller is placed so that its slots are its own: 7 -> 5
-//     misses per checked arm64 batch hit, best 1.00 -> 1.03 M hits/s.
+//     costs a tb_htable_lookup (~300-370 host instructions, callgrind). A
+//     page's blocks share one row of 64 slots. The harness places its caller
+//     and its stubs' checks (emu/layout.go placeChecks) where their slots
+//     are their own; what remains are the kernel's addresses (the synthetic
+//     layout's functions all at 1 MiB boundaries: 5 misses per checked
+//     arm64 batch hit; the 6.12 captures' bpf_func#1 and #2: 2 on x86_64).
 //   - Context save or restore: ~65 ns (x86_64), ~110 ns (arm64). Registers
 //     only; memory is not part of a context.
 //   - Open + first map + Close: 0.12-0.24 ms, plus translating code on its

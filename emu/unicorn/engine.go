@@ -102,6 +102,9 @@ func OpenModel(arch Arch, model int) (*Engine, error) {
 	e.st = (*C.tj_state)(C.calloc(1, C.size_t(unsafe.Sizeof(C.tj_state{}))))
 	e.st.pc_reg = C.int(pc)
 	e.st.rv_bitmanip = C.int(map[bool]int{true: 1}[arch == RISCV64])
+	if arch == ARM64 {
+		e.st.insn_shift = 2 // the budget counts a block as its size / 4
+	}
 	if model != ModelDefault {
 		if err := check("ctl_set_cpu_model", C.tj_set_cpu_model(e.uc, C.int(model))); err != nil {
 			e.Close()

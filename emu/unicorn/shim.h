@@ -19,9 +19,8 @@ enum {
 #define TJ_ICOUNT_SLOTS 4096
 typedef struct tj_icount_slot {
 	uint64_t pc;
-	uint32_t size; // bytes, as the block hook reports them
-	uint32_t icount;
-	uint64_t gen;  // tj_state.code_gen when filled
+	uint64_t tag;    // tj_state.code_gen when filled << 32 | the block's size in bytes
+	uint64_t icount; // (64 bits: the slot stays 24 bytes and aligned)
 } tj_icount_slot;
 
 // Per-engine state written by the C hooks during a run. Allocated in C so
@@ -51,6 +50,7 @@ typedef struct tj_state {
 	uint64_t used;     // instructions of the blocks entered so far
 	uint64_t code_gen; // bumped whenever code may have changed
 	uint64_t icache_misses; // block counts looked up in Unicorn (budget.c)
+	uint32_t insn_shift; // non-zero: every instruction is 1 << insn_shift bytes
 	tj_icount_slot icache[TJ_ICOUNT_SLOTS];
 } tj_state;
 
