@@ -1,21 +1,12 @@
 package emu
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/trampjit/trampjit/btfmodel"
 	"github.com/trampjit/trampjit/jit"
 )
-
-// jmpCacheSlot is the tb jump-cache index QEMU (and so Unicorn) files a translated
-// block under: 12 bits, the page number's low bits and the pc's low bits each
-// xor-folded with the six bits above them. Unicorn's arm64 runs with 1 KiB target
-// pages (TARGET_PAGE_BITS_MIN), x86_64 with 4 KiB.
-func jmpCacheSlot(pc uint64, pageBits uint) uint64 {
-	const half = 6
-	t := pc ^ pc>>(pageBits-half)
-	return t>>(pageBits-half)&0xfc0 | t&0x3f
-}
 
 // TestCallerJmpCacheSlots: no instruction of the caller shares a jump-cache slot with
 // an instruction of any other piece of the benchmarked layout (2-program 6.12 image at
@@ -56,4 +47,59 @@ func TestCallerJmpCacheSlots(t *testing.T) {
 		}
 		h.Close()
 	}
+}
+
+// TestChecksJmpCacheSlots: no byte of a stub's checks shares a jump-cache slot with a
+// byte of another piece or of the caller, in the benchmarked 2-program 6.12 image, at
+// the synthetic addresses and at the ones its corpus captured. Packed 64-byte aligned
+// past their cluster, the x86_64 checks of bpf_func#1 and #2 sat on the image's page
+// and shared slots with its blocks (two misses per hit), and the enter and exit
+// helpers' checks shared slots with each other.
+func TestChecksJmpCacheSlots(t *testing.T) {
+	for _, arch := range []btfmodel.Arch{btfmodel.ARM64, btfmodel.AMD64} {
+		bits := jmpCachePageBits(mustTarget(t, arch).ucArch())
+		for _, addrs := range []*jit.Addrs{nil, benchAddrs(t, arch)} {
+			r := &jit.Request{Arch: arch, Kernel: btfmodel.Kernel612, Proto: "int f(int a, u64 b)",
+				Progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}, Addrs: addrs}
+			img, m, err := Generate(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := NewHarness(arch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, pr, err := h.prepare(r, m, Addrs(r), img.Code, Options{}, make([]byte, 1<<16))
+			h.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			owner := map[uint64]int{}
+			for a := uint64(callerBase); a < callerBase+uint64(len(pr.caller)); a++ {
+				owner[jmpCacheSlot(a, bits)] = -1
+			}
+			for i, p := range pr.pieces {
+				for a := p.addr; a < p.end(); a++ {
+					s := jmpCacheSlot(a, bits)
+					if j, ok := owner[s]; ok && j != i && (strings.HasSuffix(p.name, " checks") || j >= 0 && strings.HasSuffix(pr.pieces[j].name, " checks")) {
+						other := "the caller"
+						if j >= 0 {
+							other = pr.pieces[j].name
+						}
+						t.Errorf("%s synthetic=%v: %s at %#x shares slot %#x with %s", arch, addrs == nil, p.name, a, s, other)
+						break
+					}
+					owner[s] = i
+				}
+			}
+		}
+	}
+}
+
+func mustTarget(t *testing.T, arch btfmodel.Arch) target {
+	tg, err := targetFor(arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	uc "github.com/trampjit/trampjit/emu/unicorn"
 	"github.com/trampjit/trampjit/jit"
 )
 
@@ -138,6 +139,62 @@ func placeAfter(ps []piece, addr uint64) uint64 {
 	return (end + 63) &^ 63
 }
 
+// QEMU's tb jump cache (Unicorn looks the next block up in it on every indirect branch
+// and every branch to another page) is direct-mapped: 64 rows of 64 slots, a page's row
+// set by its page number, a block's slot in the row by its offset in the page. Two hot
+// blocks in one slot evict each other, and each miss costs a hash-table walk (a few
+// hundred host instructions). The harness places the stubs' checks where their bytes
+// meet no slot of another piece or of the caller.
+
+// jmpCachePageBits is the guest page size Unicorn runs arch with: arm64 uses 1 KiB
+// pages (TARGET_PAGE_BITS_MIN), the others 4 KiB.
+func jmpCachePageBits(a uc.Arch) uint {
+	if a == uc.ARM64 {
+		return 10
+	}
+	return 12
+}
+
+// jmpCacheSlot is the jump-cache index of pc: 12 bits, the page number's low bits and
+// the pc's low bits each xor-folded with the six bits above them.
+func jmpCacheSlot(pc uint64, pageBits uint) uint64 {
+	const half = 6
+	t := pc ^ pc>>(pageBits-half)
+	return t>>(pageBits-half)&0xfc0 | t&0x3f
+}
+
+// callerReserve bounds the caller's code at callerBase, whose slots are kept free.
+const callerReserve = 0x400
+
+// placeChecks is where a checks piece of n bytes for the stub at addr goes: the first of
+// the pages past addr's cluster (within direct-branch reach of it) on which none of its
+// bytes shares a jump-cache slot with the bytes of another piece or of the caller.
+func placeChecks(tg target, ps []piece, addr uint64, n int) uint64 {
+	bits := jmpCachePageBits(tg.ucArch())
+	var used [4096]bool
+	mark := func(a, end uint64) {
+		for ; a < end; a++ {
+			used[jmpCacheSlot(a, bits)] = true
+		}
+	}
+	mark(callerBase, callerBase+callerReserve)
+	for _, p := range ps {
+		mark(p.addr, p.end())
+	}
+	_, end := cluster(ps, addr)
+	first := (end + 4095) &^ 4095
+	for k := uint64(0); k < 64; k++ {
+		at, free := first+k*4096, true
+		for a := at; a < at+uint64(n) && free; a++ {
+			free = !used[jmpCacheSlot(a, bits)]
+		}
+		if free {
+			return at
+		}
+	}
+	return first
+}
+
 // addClusterCode gives each cluster of stubs what they branch to, placed just past the
 // cluster: a pair of clobber routines (with clobber) and a fail address (native checks).
 // It rebuilds the stubs with those addresses and returns all pieces with the new ones.
@@ -192,7 +249,11 @@ func addClusterCode(tg target, all []piece, clobber, native bool) ([]piece, erro
 		// address and arguments as they were).
 		q := all[i]
 		q.name += " checks"
-		q.addr = placeAfter(all, all[i].addr)
+		q.addr = placeAfter(all, all[i].addr) // to learn its size
+		if err := q.build(tg, r, x.fail); err != nil {
+			return nil, err
+		}
+		q.addr = placeChecks(tg, all, all[i].addr, len(q.code))
 		if err := q.build(tg, r, x.fail); err != nil {
 			return nil, err
 		}
