@@ -80,8 +80,11 @@ func QemuCommand(arch, kernel, initrd string, appendArgs []string) (string, []st
 	switch arch {
 	case "amd64":
 		// earlyprintk: the bzImage decompressor reports a corrupt payload on it; without it a
-		// kernel that never unpacks leaves an empty console tail.
-		cmdline = append([]string{"console=ttyS0", "earlyprintk=serial,ttyS0,115200"}, cmdline...)
+		// kernel that never unpacks leaves an empty console tail. no_timer_check: under TCG on
+		// a loaded host the IO-APIC timer check (arch/x86/kernel/apic/io_apic.c check_timer)
+		// can miss its ticks and panic ("IO-APIC + timer doesn't work!"); seen in a 6.1 fuzz
+		// campaign. It only skips that boot-time check.
+		cmdline = append([]string{"console=ttyS0", "earlyprintk=serial,ttyS0,115200", "no_timer_check"}, cmdline...)
 		return "qemu-system-x86_64", append([]string{"-cpu", "max"}, append(common,
 			"-append", strings.Join(append(cmdline, appendArgs...), " "))...), nil
 	case "arm64":
