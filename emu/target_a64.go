@@ -290,9 +290,10 @@ func (a64) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 	if p.hook == stubStray {
 		return a64asm(nil).branch(false, p.addr, fail)
 	}
-	b.checkID(p.id) // before anything else reads the entry: it may be the script's end
+	// The identity is one more difference (see the x86_64 stubs): ldr x17, [x21];
+	// sub x15, x17, #id.
 	b.acc = true
-	b.a = b.a.w(0xaa1f03ef) // mov x15, xzr
+	b.a = b.a.w(0xf9400000|21<<5|17, 0xd1000000|uint32(p.id)<<10|17<<5|15)
 	switch p.hook {
 	case stubEnter:
 		b.cmpScript(0, entPtr)
