@@ -15,11 +15,13 @@ import (
 // order), the pointers and values passed, the ctx words, the cookie behind run_ctx, and a
 // bpf_session_cookie program's slot (which its stub then stores its mark into). A
 // cursor register walks the script. Any difference branches to a fail address, a
-// sentinel: the identity at once (the entry may be the script's end), the rest or-ed into
-// r11 (arm64 x15, both caller-saved scratch that any helper may clobber) and tested once,
-// before anything is loaded through a checked pointer, because under Unicorn every
-// conditional branch ends a translated block and blocks are what a call costs; the harness then replays the call with the Go hooks (Options.Trace) to say
-// precisely what differed. The report of a passing run is the expectation itself, which
+// sentinel: all of them, the identity too (past the script's last entry the script area
+// reads zeros, which match no stub), or-ed into r11 (arm64 x15, both caller-saved scratch
+// that any helper may clobber) and tested once, before anything is loaded through a
+// checked pointer, because under Unicorn every conditional branch ends a translated block
+// and blocks are what a call costs (riscv64's stubs still test the identity at once); the
+// harness then replays the call with the Go hooks (Options.Trace) to say precisely what
+// differed. The report of a passing run is the expectation itself, which
 // every call has just been checked to equal.
 //
 // Harness registers, preserved by any correct trampoline (it never touches them):
