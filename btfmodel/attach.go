@@ -82,6 +82,9 @@ type AttachEnv struct {
 	BTFID uint32
 	// FuncIP: the program calls bpf_get_func_ip.
 	FuncIP bool
+	// NoWideReturnRule leaves out the >8 byte return refusal (CapWideReturnDeny): kernel
+	// fuzz's generator draws as it did before the rule, so a seed keeps its cases.
+	NoWideReturnRule bool
 }
 
 // CheckAttach applies the kernel's checks, in the kernel's order, to attaching one program of
@@ -112,6 +115,9 @@ func CheckAttach(name string, m *FuncModel, distillErr error, at AttachType, env
 		}
 		v.Stage, v.Errno, v.Msg = StageLoad, "EINVAL", distillErr.Error()
 		return v
+	}
+	if w, ok := wideReturnDeny(name, m, at, env); ok {
+		return w
 	}
 	if env.Sleepable {
 		if ok, why := sleepableOK(name, at, env); !ok {

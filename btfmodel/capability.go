@@ -46,6 +46,7 @@ const (
 	CapHelperCgrpStorage Capability = "helper-cgrp-storage"
 	CapFsession          Capability = "fsession"
 	CapKfuncImplicitArgs Capability = "kfunc-implicit-args"
+	CapWideReturnDeny    Capability = "wide-return-deny"
 	// The riscv64 trampoline JIT (arch/riscv/net/bpf_jit_comp64.c) and the ftrace it attaches
 	// through (arch/riscv/kernel/ftrace.c).
 	CapRiscvTrampoline  Capability = "riscv64-trampoline"
@@ -248,6 +249,8 @@ var Capabilities = []CapInfo{
 	{Cap: CapStructOpsSchedExtPrivStack, After: v(6, 12), Since: v(7, 2),
 		Doc: "sched_ext_ops.dispatch (and sched_ext_ops_cid's) programs ask for a private stack (priv_stack_requested, for the sub-scheduler dispatch recursion); a JIT without bpf_jit_supports_private_stack refuses them at load: 'Private stack not supported by jit', EACCES (captured on riscv64 7.2; Debian 6.12 has no sched_ext, so the release it arrived in is not pinned)"},
 	{Cap: CapKfuncImplicitArgs, After: v(6, 12), Since: v(7, 2), Doc: "kfuncs with implicit arguments (KF_IMPLICIT_ARGS): BTF has fn without the trailing struct bpf_prog_aux * and fn_impl with it; a trampoline on fn is modelled with fn_impl's prototype (captured: 7.2 arm64 fexit on scx_bpf_cidperf_cap has two argument slots; found by kernel fuzz)"},
+	{Cap: CapWideReturnDeny, After: v(6, 12), Since: v(7, 2),
+		Doc: "fexit, fsession and fmod_ret are refused at load with EOPNOTSUPP on a function returning more than 8 bytes: \"Attach to function F with a >8 byte return value is not supported for this attach type\" (captured on 7.2; the commit is not pinned here)"},
 	{Cap: CapFsession, Since: v(7, 0), Doc: "BPF_TRACE_FSESSION (attach type 58): one program as both fentry and fexit, with a session cookie"},
 	{Cap: CapHelperCgrpStorage, Since: v(6, 2), Doc: "bpf_cgrp_storage_get/delete exist: __BPF_FUNC_MAX_ID is 212, not 210"},
 

@@ -82,7 +82,7 @@ func NewFuzzPool(spec *btf.Spec, kernel btfmodel.Kernel, arch btfmodel.Arch) (*F
 		p.byKey[k] = append(p.byKey[k], name)
 		p.models[name] = m
 	}
-	env := btfmodel.AttachEnv{Kernel: kernel, Arch: arch}
+	env := btfmodel.AttachEnv{Kernel: kernel, Arch: arch, NoWideReturnRule: true} // the draws predate the rule
 	for name, m := range p.models {
 		if btfmodel.CheckAttach(name, m, nil, jit.LSM, env).OK {
 			p.hooks = append(p.hooks, name)
@@ -254,7 +254,7 @@ func (p *FuzzPool) one(r *rand.Rand) Case {
 // its place, the arch's refusal on a function it cannot trace (6.1 x86_64: more than six
 // arguments) where no kind is admitted.
 func (p *FuzzPool) kinds(r *rand.Rand, fn string) []jit.Kind {
-	env := btfmodel.AttachEnv{Kernel: p.Kernel, Arch: p.Arch}
+	env := btfmodel.AttachEnv{Kernel: p.Kernel, Arch: p.Arch, NoWideReturnRule: true}
 	ok := func(k jit.Kind) bool { return btfmodel.CheckAttach(fn, p.models[fn], nil, k, env).OK }
 	var out []jit.Kind
 	for _, k := range []jit.Kind{jit.Fentry, jit.Fexit, jit.ModRet, jit.LSM, jit.Fsession} {
@@ -286,7 +286,7 @@ func (p *FuzzPool) progs(r *rand.Rand, fn string, kinds []jit.Kind, links int) [
 	}
 	sleepOK := false
 	if fn != "" {
-		env := btfmodel.AttachEnv{Kernel: p.Kernel, Arch: p.Arch, Sleepable: true}
+		env := btfmodel.AttachEnv{Kernel: p.Kernel, Arch: p.Arch, Sleepable: true, NoWideReturnRule: true}
 		sleepOK = btfmodel.CheckAttach(fn, p.models[fn], nil, kinds[0], env).OK
 	}
 	sleepAll := r.IntN(8) == 0 // a sleepable set, even where the kernel refuses it
