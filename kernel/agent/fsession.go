@@ -31,11 +31,11 @@ const (
 // says so, calls bpf_get_func_ip for FuncIP, and returns 0.
 func fsessionInsns(spec *btf.Spec, p jit.Prog) (asm.Instructions, error) {
 	kfunc := func(name string) (asm.Instruction, error) {
-		var f *btf.Func
 		if spec == nil {
 			return asm.Instruction{}, fmt.Errorf("kfunc %s: no kernel BTF", name)
 		}
-		if err := spec.TypeByName(name, &f); err != nil {
+		f, err := funcByName(spec, name)
+		if err != nil {
 			return asm.Instruction{}, fmt.Errorf("kfunc %s: %w", name, err)
 		}
 		id, err := spec.TypeID(f)
@@ -86,15 +86,24 @@ func loadFsession(spec *btf.Spec, fn string, p jit.Prog) (*ebpf.Program, error) 
 	if spec == nil {
 		return nil, errors.New("fsession: no kernel BTF to find the target in")
 	}
-	var target *btf.Func
-	if err := spec.TypeByName(fn, &target); err != nil {
+	if _, err := funcByName(spec, fn); err != nil {
 		return nil, fmt.Errorf("fsession target %s: %w", fn, err)
 	}
-	btfID, err := spec.TypeID(target)
+	insns, err := fsessionInsns(spec, p)
 	if err != nil {
 		return nil, err
 	}
-	insns, err := fsessionInsns(spec, p)
+	return loadTracingRaw(spec, fn, attachTraceFsession, "tj_fsess", insns, p.Sleepable)
+}
+
+// loadTracingRaw loads a tracing program of attach type at against kernel function fn (the
+// FUNC of exactly that name) with BPF_PROG_LOAD, without cilium/ebpf's target lookup.
+func loadTracingRaw(spec *btf.Spec, fn string, at ebpf.AttachType, name string, insns asm.Instructions, sleepable bool) (*ebpf.Program, error) {
+	target, err := funcByName(spec, fn)
+	if err != nil {
+		return nil, fmt.Errorf("%s target %s: %w", attachName(at), fn, err)
+	}
+	btfID, err := spec.TypeID(target)
 	if err != nil {
 		return nil, err
 	}
@@ -108,10 +117,10 @@ func loadFsession(spec *btf.Spec, fn string, p jit.Prog) (*ebpf.Program, error) 
 		ProgType: uint32(ebpf.Tracing), InsnCnt: uint32(code.Len() / asm.InstructionSize),
 		Insns: uint64(uintptr(unsafe.Pointer(&code.Bytes()[0]))), License: uint64(uintptr(unsafe.Pointer(&license[0]))),
 		LogLevel: 1, LogSize: uint32(len(logBuf)), LogBuf: uint64(uintptr(unsafe.Pointer(&logBuf[0]))),
-		ExpectedAttachType: uint32(attachTraceFsession), AttachBTFID: uint32(btfID),
+		ExpectedAttachType: uint32(at), AttachBTFID: uint32(btfID),
 	}
-	copy(attr.ProgName[:], "tj_fsess")
-	if p.Sleepable {
+	copy(attr.ProgName[:], name)
+	if sleepable {
 		attr.ProgFlags |= bpfFSleepable
 	}
 	fd, err := progLoad(&attr, code.Bytes(), license, logBuf)
@@ -119,4 +128,19 @@ func loadFsession(spec *btf.Spec, fn string, p jit.Prog) (*ebpf.Program, error) 
 		return nil, &loadError{errno: err, log: string(bytes.TrimRight(logBuf, "\x00"))}
 	}
 	return ebpf.NewProgramFromFD(fd)
+}
+
+// attachName is how an error names the program kind: "fsession target F: ...".
+func attachName(at ebpf.AttachType) string {
+	switch at {
+	case attachTraceFsession:
+		return "fsession"
+	case ebpf.AttachTraceFEntry:
+		return "fentry"
+	case ebpf.AttachTraceFExit:
+		return "fexit"
+	case ebpf.AttachModifyReturn:
+		return "fmod_ret"
+	}
+	return fmt.Sprintf("attach type %d", at)
 }

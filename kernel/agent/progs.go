@@ -54,8 +54,12 @@ func loadProg(kspec *btf.Spec, fn string, p jit.Prog, insns asm.Instructions, ta
 		}
 		insns = append(insns, asm.Mov.Imm(asm.R0, 0), asm.Return())
 	}
+	name := "tj_" + string(p.Kind[:min(len(p.Kind), 5)])
+	if typ == ebpf.Tracing && target == nil && ciliumLookupFails(kspec, fn) {
+		return loadTracingRaw(kspec, fn, at, name, insns, p.Sleepable)
+	}
 	spec := &ebpf.ProgramSpec{
-		Name:         "tj_" + string(p.Kind[:min(len(p.Kind), 5)]),
+		Name:         name,
 		Type:         typ,
 		AttachType:   at,
 		AttachTo:     fn,

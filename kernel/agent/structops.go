@@ -609,8 +609,8 @@ func soInsns(spec *btf.Spec, m btf.Member, release string) (asm.Instructions, er
 	if release == "" {
 		return asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}, nil
 	}
-	var f *btf.Func
-	if err := spec.TypeByName(release, &f); err != nil {
+	f, err := funcByName(spec, release)
+	if err != nil {
 		return nil, fmt.Errorf("kfunc %s: %w", release, err)
 	}
 	id, err := spec.TypeID(f)
