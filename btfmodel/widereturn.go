@@ -5,11 +5,11 @@ import "fmt"
 // wideReturnDeny is the verifier's refusal, at load, of a program that sees or sets the
 // return value (fexit, fsession, fmod_ret) on a function whose return does not fit the
 // trampoline's one 8-byte return slot: btf_distill_func_proto takes returns of up to 16
-// bytes (__int128, a 9-16 byte struct). fentry does not touch the return and loads. It is
-// checked here with the attach target's prototype, before the sleepable and fmod_ret lists;
-// fmod_ret's place in it is inferred from the sibling __noreturn rule, not captured. 7.2 riscv64 refused fexit and fsession on get_signed_val (lib/ubsan.c,
-// returning s_max, an __int128) with EOPNOTSUPP at load; the selftest is tracing_failure's
-// fexit_int128_ret.
+// bytes (__int128; a struct return is refused by distill itself). fentry does not touch the
+// return and loads. It comes before the fmod_ret list: fmod_ret on get_signed_val, which
+// no error-injection list admits, was refused with this message, not "is not modifiable". 7.2 riscv64 refused fexit and fsession on get_signed_val (lib/ubsan.c,
+// returning s_max, an __int128) with EOPNOTSUPP at load, and fmod_ret alike; the selftest
+// is tracing_failure's fexit_int128_ret.
 func wideReturnDeny(name string, m *FuncModel, at AttachType, env AttachEnv) (Verdict, bool) {
 	if env.NoWideReturnRule || m == nil || m.RetSize <= 8 || !env.Kernel.Has(CapWideReturnDeny) {
 		return Verdict{}, false
