@@ -2,11 +2,13 @@ package btfmodel
 
 import (
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -111,8 +113,11 @@ func parseELF(data []byte, base *btf.Spec) (*btf.Spec, error) {
 	return spec, nil
 }
 
-// FuncByName finds a BTF FUNC by name. Kernel BTF can hold several static functions with the
-// same name; the first is returned, and others with a different prototype are reported.
+// FuncByName finds a BTF FUNC by name, as the kernel's btf_find_by_name_kind does: the FUNC
+// of exactly that name with the lowest id (kernel BTF can hold several static functions with
+// the same name). cilium/ebpf's AnyTypesByName matches CO-RE flavours too (a name is cut at
+// its last "___"), so "____sys_recvmsg" also finds "____ip_mc_inc_group": only exact names
+// count.
 func FuncByName(spec *btf.Spec, name string) (*btf.Func, error) {
 	types, err := spec.AnyTypesByName(name)
 	if err != nil && !errors.Is(err, btf.ErrNotFound) {
@@ -121,11 +126,21 @@ func FuncByName(spec *btf.Spec, name string) (*btf.Func, error) {
 	var funcs []*btf.Func
 	var others []string
 	for _, t := range types {
+		if t.TypeName() != name {
+			continue
+		}
 		if fn, ok := t.(*btf.Func); ok {
 			funcs = append(funcs, fn)
 		} else {
 			others = append(others, KindName(t))
 		}
+	}
+	if len(funcs) > 1 {
+		slices.SortStableFunc(funcs, func(a, b *btf.Func) int {
+			ia, _ := spec.TypeID(a)
+			ib, _ := spec.TypeID(b)
+			return cmp.Compare(ia, ib)
+		})
 	}
 	if len(funcs) == 0 {
 		if len(others) > 0 {

@@ -27,8 +27,8 @@ func RawTPTarget(spec *btf.Spec, tracepoint string) (*btf.Typedef, *btf.FuncProt
 	}
 	for _, t := range types {
 		td, ok := t.(*btf.Typedef)
-		if !ok {
-			continue
+		if !ok || td.Name != BTFTracePrefix+tracepoint {
+			continue // another kind, or a CO-RE flavour's name (AnyTypesByName matches those)
 		}
 		ptr, ok := td.Type.(*btf.Pointer)
 		if !ok {

@@ -104,3 +104,19 @@ func TestWideReturnFuncs(t *testing.T) {
 		}
 	}
 }
+
+// TestFuzzFlavourName: kernel fuzz on 6.12 riscv64 (fuzz-1-1295) put an fexit program on
+// ____sys_recvmsg. cilium/ebpf cuts a name at its last "___" to find CO-RE flavours, so the
+// loader found "multiple matching types" and the model took another function of the same cut
+// name (____ip_mc_inc_group: a 4-argument frame, 16 bytes short). The agent now loads such
+// programs itself and the model looks names up exactly; captured again, the kernel's image
+// is the model's byte for byte.
+func TestFuzzFlavourName(t *testing.T) {
+	cases := readFuzzCases(t, "6.12-riscv64-flavour-name", "6.12-riscv64")
+	if len(cases) != 1 || cases[0].Request.Func != "____sys_recvmsg" || len(cases[0].Image) == 0 {
+		t.Fatalf("want the one captured image on ____sys_recvmsg, got %d cases", len(cases))
+	}
+	if d := Diff(&cases[0]); d.Verdict != Match {
+		t.Errorf("%s: %s: %s", cases[0].ID, d.Verdict, d.Note)
+	}
+}

@@ -83,7 +83,7 @@ func linkKsyms(insns asm.Instructions, typed map[string]bool, kernel *btf.Spec) 
 		types, _ := kernel.AnyTypesByName(ins.Reference())
 		best := btf.TypeID(0)
 		for _, t := range types {
-			if _, ok := t.(*btf.Var); ok {
+			if _, ok := t.(*btf.Var); ok && t.TypeName() == ins.Reference() {
 				if id, err := kernel.TypeID(t); err == nil && (best == 0 || id < best) {
 					best = id
 				}
