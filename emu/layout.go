@@ -234,19 +234,17 @@ func addClusterCode(tg target, all []piece, clobber, native bool) ([]piece, erro
 		case all[i].keepRet:
 			r = x.keep
 		}
-		if all[i].native == nil {
-			if err := all[i].build(tg, r, x.fail); err != nil {
-				return nil, err
-			}
-			if !overlaps(all, i) {
-				continue
-			}
-			// A stub that does not fit before the next piece (a struct_ops image right
-			// after its program's entry) jumps to its code, as checking stubs do.
+		// A stub goes at its own address when it fits there: a jump to code elsewhere
+		// is one more translated block per call.
+		if err := all[i].build(tg, r, x.fail); err == nil && !overlaps(all, i) {
+			continue
+		} else if err != nil && all[i].native == nil {
+			return nil, err
 		}
-		// Checking stubs are too long for the gaps between kernel helpers: the stub
-		// jumps to its checks, placed past the cluster (a jump leaves the return
-		// address and arguments as they were).
+		// A stub that does not fit before the next piece (kernel helpers packed closer
+		// than a checking stub's length, a struct_ops image right after its program's
+		// entry, or a fail out of its branches' reach) jumps to its code, placed past
+		// the cluster (a jump leaves the return address and arguments as they were).
 		q := all[i]
 		q.name += " checks"
 		q.addr = placeAfter(all, all[i].addr) // to learn its size

@@ -14,14 +14,16 @@ import (
 // (stores cost ~62 ns each in libunicorn 2.0.x; loads ~2 ns): its own identity (the call
 // order), the pointers and values passed, the ctx words, the cookie behind run_ctx, and a
 // bpf_session_cookie program's slot (which its stub then stores its mark into). A
-// cursor register walks the script. Any difference branches to a fail address, a
+// cursor register walks the script. Any difference sends the call to a fail address, a
 // sentinel: all of them, the identity too (past the script's last entry the script area
-// reads zeros, which match no stub), or-ed into r11 (arm64 x15, both caller-saved scratch
-// that any helper may clobber) and tested once, before anything is loaded through a
-// checked pointer, because under Unicorn every conditional branch ends a translated block
-// and blocks are what a call costs (riscv64's stubs still test the identity at once); the
-// harness then replays the call with the Go hooks (Options.Trace) to say precisely what
-// differed. The report of a passing run is the expectation itself, which
+// reads zeros, which match no stub), are or-ed into r11 (arm64 x15, both caller-saved
+// scratch that any helper may clobber) and tested once, where the stub returns: a
+// conditional move picks the return address or the fail address and one indirect jump
+// goes there (finish). Under Unicorn every conditional branch ends a translated block and
+// blocks are what a call costs (riscv64's stubs still branch on the identity at once).
+// Nothing is stored before the test; a load through a bad pointer faults, and a fault
+// ends the run like a fail. The harness then replays the call with the Go hooks
+// (Options.Trace) to say precisely what differed. The report of a passing run is the expectation itself, which
 // every call has just been checked to equal.
 //
 // Harness registers, preserved by any correct trampoline (it never touches them):

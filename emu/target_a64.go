@@ -147,10 +147,41 @@ func (t a64) outOfLine(s *siteSpec) []byte {
 			code = code.w(0x2a0003e0) // mov w0, w0
 		}
 	}
-	if s.clobber {
+	switch {
+	case s.fail != 0 && s.clobber: // the clobber overwrites x15: test it first
+		b := &ab{a: code, at: s.ool, fail: s.fail}
+		b.flush()
+		code = b.a.clobber(true)
+	case s.fail != 0:
+		code, _ = code.finish(s.ool, s.fail, 0) // nativeBody's differences, tested at the return
+		return code
+	case s.clobber:
 		code = code.clobber(true)
 	}
 	return code.w(a64Ret)
+}
+
+// finish ends checking code at at+len(a) without a branch of its own (see
+// x86asm.finish): on to routine (0: the return address in x30) when x15 is zero, else to
+// fail. adr reaches ±1 MiB: a stub too far from its cluster's fail is placed past the
+// cluster instead.
+func (a a64asm) finish(at, fail, routine uint64) (a64asm, error) {
+	a, err := a.adr(16, at+uint64(len(a)), fail)
+	sel := uint32(0x9a9003d0) // csel x16, x30, x16, eq
+	if routine != 0 && err == nil {
+		a, err = a.adr(17, at+uint64(len(a)), routine)
+		sel = 0x9a900230 // csel x16, x17, x16, eq
+	}
+	return a.w(0xf10001ff, sel, 0xd61f0200), err // cmp x15, #0; csel; br x16
+}
+
+// adr is adr xd, to (from pc).
+func (a a64asm) adr(rd int, pc, to uint64) (a64asm, error) {
+	d := int64(to - pc)
+	if d < -(1<<20) || d >= 1<<20 {
+		return a.w(0x10000000 | uint32(rd)), fmt.Errorf("adr from %#x to %#x out of range", pc, to)
+	}
+	return a.w(0x10000000 | uint32(d&3)<<29 | uint32(d>>2)&0x7ffff<<5 | uint32(rd)), nil
 }
 
 func (a64) helperStub(at, routine uint64) ([]byte, error) {
@@ -217,10 +248,9 @@ type ab struct {
 	at   uint64
 	fail uint64
 	err  error
-	// acc: compares or their differences into x15 and branch once, at flush (see
-	// xb.acc: fewer translated blocks, and a failing run is replayed with Go hooks).
-	acc bool
 }
+
+// As on x86_64, every compare's difference is or-ed into x15 and tested once (finish).
 
 // flush branches to fail if any accumulated compare differed: cbz x15, +8; b fail
 // (cbnz would reach only ±1 MiB; the size must not depend on where fail is).
@@ -239,27 +269,10 @@ func (b *ab) differ(n int) {
 
 func (b *ab) pc() uint64 { return b.at + uint64(len(b.a)) }
 
-// bFail is b.eq +8; b fail: branch to fail when the last compare differed (b.ne itself
-// reaches only ±1 MiB).
-func (b *ab) bFail() {
-	b.a = b.a.w(0x54000040)
-	var err error
-	if b.a, err = b.a.branch(false, b.pc(), b.fail); err != nil && b.err == nil {
-		b.err = err
-	}
-}
-
-func a64Cmp(n, m int) uint32 { return 0xeb00001f | uint32(m)<<16 | uint32(n)<<5 } // cmp xn, xm
-
-// cmpScript compares xreg with the script word at off.
+// cmpScript ors xreg's difference from the script word at off into x15.
 func (b *ab) cmpScript(reg, off int) {
-	if b.acc {
-		b.a = b.a.w(0xf9400000 | uint32(off/8)<<10 | 21<<5 | 17) // ldr x17, [x21, #off]
-		b.differ(reg)
-		return
-	}
-	b.a = b.a.w(0xf9400000|uint32(off/8)<<10|21<<5|17, a64Cmp(reg, 17)) // ldr x17, [x21, #off]
-	b.bFail()
+	b.a = b.a.w(0xf9400000 | uint32(off/8)<<10 | 21<<5 | 17) // ldr x17, [x21, #off]
+	b.differ(reg)
 }
 
 // load is ldur x16, [base, #disp].
@@ -267,23 +280,7 @@ func (b *ab) load(base, disp int) {
 	b.a = b.a.w(0xf8400000 | uint32(disp&0x1ff)<<12 | uint32(base)<<5 | 16)
 }
 
-func (b *ab) checkID(id int) {
-	b.a = b.a.w(0xf9400000|21<<5|17, 0xf100001f|uint32(id)<<10|17<<5) // ldr x17, [x21]; cmp x17, #id
-	b.bFail()
-}
-
 func (b *ab) advance() { b.a = b.a.w(0x91000000 | entrySize<<10 | 21<<5 | 21) } // add x21, x21, #entrySize
-
-func (b *ab) tail(routine uint64) {
-	if routine == 0 {
-		b.a = b.a.w(a64Ret)
-		return
-	}
-	var err error
-	if b.a, err = b.a.branch(false, b.pc(), routine); err != nil && b.err == nil {
-		b.err = err
-	}
-}
 
 func (a64) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, error) {
 	b := &ab{at: p.addr, fail: fail}
@@ -291,15 +288,14 @@ func (a64) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 		return a64asm(nil).branch(false, p.addr, fail)
 	}
 	// The identity is one more difference (see the x86_64 stubs): ldr x17, [x21];
-	// sub x15, x17, #id.
-	b.acc = true
+	// sub x15, x17, #id. As there, nothing is stored before the test, and the exit's
+	// cookie is read through x22, which x2 must equal.
 	b.a = b.a.w(0xf9400000|21<<5|17, 0xd1000000|uint32(p.id)<<10|17<<5|15)
 	switch p.hook {
 	case stubEnter:
 		b.cmpScript(0, entPtr)
 		b.load(1, 0) // the cookie in run_ctx
 		b.cmpScript(16, entCookie)
-		b.flush()
 		b.a = b.a.w(0xaa0103f6, 0xf9400000|entVal/8<<10|21<<5|16) // mov x22, x1; ldr x16, [x21, #entVal]
 		b.advance()
 		b.a = b.a.w(0xaa1003e0) // mov x0, x16
@@ -308,15 +304,12 @@ func (a64) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 		b.cmpScript(1, entVal)
 		b.a = b.a.w(0xaa0203f1) // mov x17, x2: the run_ctx enter got
 		b.differ(22)
-		b.flush() // before loading through x2
-		b.load(2, 0)
+		b.load(22, 0)
 		b.cmpScript(16, entCookie)
-		b.flush()
 		b.advance()
 		b.a = b.a.voidRet()
 	case stubTramp:
 		b.cmpScript(0, entPtr)
-		b.flush()
 		b.advance()
 		b.a = b.a.voidRet()
 	case stubProg:
@@ -328,27 +321,26 @@ func (a64) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 		b.cmpScript(16, entCookie)
 		if idx, ok := c.sessIdx[p.prog]; ok {
 			// The session cookie, then the mark into it (again on exit: the value the
-			// check just found, so nothing changes).
+			// check just found, so nothing changes), stored once the checks passed.
 			b.load(0, -8*idx)
 			b.cmpScript(16, entSess)
-		}
-		b.flush()
-		if idx, ok := c.sessIdx[p.prog]; ok {
+			b.flush()
 			b.a = b.a.mov64(16, sessionMark(p.prog))
 			b.a = b.a.w(0xf8000000 | uint32(-8*idx&0x1ff)<<12 | 0<<5 | 16) // stur x16, [x0, #-8*idx]
 		}
 		b.advance()
 		b.a = b.a.mov64(0, p.ret)
 	}
-	b.tail(routine)
+	var err error
+	if b.a, err = b.a.finish(b.at, b.fail, routine); err != nil && b.err == nil {
+		b.err = err
+	}
 	return b.a, b.err
 }
 
 func (a64) nativeBody(at, fail uint64, locs []slotLoc) ([]byte, error) {
 	b := &ab{at: at, fail: fail}
-	b.checkID(idOriginal)
-	b.acc = true
-	b.a = b.a.w(0xaa1f03ef) // mov x15, xzr
+	b.a = b.a.w(0xf9400000|21<<5|17, 0xd1000000|idOriginal<<10|17<<5|15) // ldr x17, [x21]; sub x15, x17, #id
 	for k, l := range locs {
 		reg := l.reg
 		if reg < 0 {
@@ -357,8 +349,7 @@ func (a64) nativeBody(at, fail uint64, locs []slotLoc) ([]byte, error) {
 		}
 		b.cmpScript(reg, ctxOff(k))
 	}
-	b.flush()
-	b.advance()
+	b.advance() // the difference in x15 is tested where the body returns (outOfLine)
 	return b.a, b.err
 }
 

@@ -156,10 +156,43 @@ func (t x86) outOfLine(s *siteSpec) []byte {
 			a = append(a, 0x89, 0xc0) // mov eax, eax
 		}
 	}
-	if s.clobber {
+	switch {
+	case s.fail != 0 && s.clobber: // the clobber overwrites r11: test it first
+		a = append(a, 0x4d, 0x85, 0xdb) // test r11, r11
+		a, _ = a.rel32x(0x0f, 0x85, s.ool+uint64(len(a)), s.fail)
+		a = a.clobber(true)
+	case s.fail != 0:
+		return a.finish(s.fail, 0) // nativeBody's differences, tested at the return
+	case s.clobber:
 		a = a.clobber(true)
 	}
 	return append(a, 0xc3)
+}
+
+// rel32x is a two-byte opcode with a rel32 (jcc).
+func (a x86asm) rel32x(op0, op1 byte, at, to uint64) (x86asm, error) {
+	d := int64(to - (at + 6))
+	if d != int64(int32(d)) {
+		return a, fmt.Errorf("rel32 from %#x to %#x out of range", at, to)
+	}
+	a = append(a, op0, op1)
+	return binary.LittleEndian.AppendUint32(a, uint32(int32(d))), nil
+}
+
+// finish ends checking code without a branch of its own: on to routine (0: return)
+// when r11, the accumulated difference, is zero, else to fail, through one indirect
+// jump (a ret is one too). Under Unicorn a conditional branch would end a translated
+// block, and each block costs the budget's hook and Unicorn's exit check. On a fail
+// the return address is already popped; the failing call is replayed with Go hooks.
+func (a x86asm) finish(fail, routine uint64) x86asm {
+	if routine == 0 {
+		a = append(a, 0x41, 0x5a) // pop r10: the return address
+	} else {
+		a = a.movabs(xR11-1, routine)
+	}
+	a = append(a, 0x4d, 0x85, 0xdb) // test r11, r11
+	a = a.movabs(xR11, fail)
+	return append(a, 0x4d, 0x0f, 0x44, 0xda, 0x41, 0xff, 0xe3) // cmovz r11, r10; jmp r11
 }
 
 func (x86) helperStub(at, routine uint64) ([]byte, error) {
@@ -216,12 +249,12 @@ type xb struct {
 	at   uint64 // address of a[0]
 	fail uint64
 	err  error
-	// acc: compares or their differences into r11 and branch once, at flush: under
-	// Unicorn each conditional branch ends a translated block, and blocks are what
-	// cost (the budget's hook, the exit check). Which compare failed does not
-	// matter: a failing run is replayed with Go hooks, which say what differed.
-	acc bool
 }
+
+// Every compare's difference is or-ed into r11 and tested once (finish): under Unicorn
+// each conditional branch ends a translated block, and blocks are what cost (the
+// budget's hook, the exit check). Which compare failed does not matter: a failing run
+// is replayed with Go hooks, which say what differed.
 
 func (b *xb) pc() uint64 { return b.at + uint64(len(b.a)) }
 
@@ -265,16 +298,8 @@ func (b *xb) mem(reg, base, disp int) {
 	}
 }
 
-// cmpScript is cmp reg, [r12+off]; jne fail (or its difference into r11, acc).
-func (b *xb) cmpScript(reg, off int) {
-	if b.acc {
-		b.differ(reg, off)
-		return
-	}
-	b.a = append(b.a, 0x49|byte(reg>>3)<<2, 0x3b)
-	b.mem(reg, 12, off)
-	b.jne()
-}
+// cmpScript ors reg's difference from the script word at off into r11.
+func (b *xb) cmpScript(reg, off int) { b.differ(reg, off) }
 
 // load is mov rax, [base+disp].
 func (b *xb) load(base, disp int) {
@@ -282,27 +307,9 @@ func (b *xb) load(base, disp int) {
 	b.mem(xRAX, base, disp)
 }
 
-func (b *xb) checkID(id int) {
-	b.a = append(b.a, 0x49, 0x81, 0x3c, 0x24) // cmp qword [r12], imm32
-	b.a = binary.LittleEndian.AppendUint32(b.a, uint32(id))
-	b.jne()
-}
-
 func (b *xb) advance() {
 	b.a = append(b.a, 0x49, 0x81, 0xc4) // add r12, imm32
 	b.a = binary.LittleEndian.AppendUint32(b.a, entrySize)
-}
-
-// tail returns, or jumps to the clobber routine.
-func (b *xb) tail(routine uint64) {
-	if routine == 0 {
-		b.a = append(b.a, 0xc3)
-		return
-	}
-	var err error
-	if b.a, err = b.a.rel32(0xe9, b.pc(), routine); err != nil && b.err == nil {
-		b.err = err
-	}
 }
 
 const xR12, xR13 = 12, 13
@@ -317,8 +324,9 @@ func (x86) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 	// The identity is one more difference: a branch of its own would end a block (each
 	// costs the budget hook and Unicorn's exit check). An entry past the script's end
 	// reads zeros (the script area is zeroed to its end), so a stub called once too
-	// often fails at the flush below like any other difference.
-	b.acc = true
+	// often fails like any other difference. Nothing is stored before the test (finish,
+	// or a session program's flush); the exit reads the cookie through r13, the run_ctx
+	// its enter got, which rdx must equal.
 	b.a = append(b.a, 0x4d, 0x8b, 0x1c, 0x24, 0x49, 0x81, 0xf3) // mov r11, [r12]; xor r11, imm32
 	b.a = binary.LittleEndian.AppendUint32(b.a, uint32(p.id))
 	switch p.hook {
@@ -326,26 +334,19 @@ func (x86) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 		b.cmpScript(xRDI, entPtr)
 		b.load(xRSI, 0) // the cookie in run_ctx
 		b.cmpScript(xRAX, entCookie)
-		b.flush()
-		b.a = append(b.a, 0x49, 0x89, 0xf5)               // mov r13, rsi
-		b.a = append(b.a, 0x4d, 0x8b, 0x5c, 0x24, entVal) // mov r11, [r12+entVal]
+		b.a = append(b.a, 0x49, 0x89, 0xf5) // mov r13, rsi
+		b.load(xR12, entVal)
 		b.advance()
-		b.a = append(b.a, 0x4c, 0x89, 0xd8) // mov rax, r11
 	case stubExit:
 		b.cmpScript(xRDI, entPtr)
 		b.cmpScript(xRSI, entVal)
-		// rdx ^ r13 (the run_ctx enter got) into r11, and branch before loading
-		// through rdx.
 		b.a = append(b.a, 0x49, 0x89, 0xd2, 0x4d, 0x31, 0xea, 0x4d, 0x09, 0xd3) // mov r10, rdx; xor r10, r13; or r11, r10
-		b.flush()
-		b.load(xRDX, 0)
+		b.load(xR13, 0)
 		b.cmpScript(xRAX, entCookie)
-		b.flush()
 		b.advance()
 		b.a = b.a.mov32(xRAX, voidRet)
 	case stubTramp:
 		b.cmpScript(xRDI, entPtr)
-		b.flush()
 		b.advance()
 		b.a = b.a.mov32(xRAX, voidRet)
 	case stubProg:
@@ -357,12 +358,10 @@ func (x86) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 		b.cmpScript(xRAX, entCookie)
 		if idx, ok := c.sessIdx[p.prog]; ok {
 			// The session cookie, then the mark into it (again on exit: the value the
-			// check just found, so nothing changes).
+			// check just found, so nothing changes), stored once the checks passed.
 			b.load(xRDI, -8*idx)
 			b.cmpScript(xRAX, entSess)
-		}
-		b.flush()
-		if idx, ok := c.sessIdx[p.prog]; ok {
+			b.flush()
 			b.a = b.a.movabs(xRAX, sessionMark(p.prog))
 			b.a = append(b.a, 0x48, 0x89) // mov [rdi-8*idx], rax
 			b.mem(xRAX, xRDI, -8*idx)
@@ -370,7 +369,7 @@ func (x86) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, err
 		b.advance()
 		b.a = b.a.movabs(xRAX, p.ret)
 	}
-	b.tail(routine)
+	b.a = b.a.finish(b.fail, routine)
 	return b.a, b.err
 }
 
@@ -392,9 +391,8 @@ func (c *nativeCfg) progWords(prog int) []int {
 // nativeBody checks the original's arguments (registers, then its stack slots).
 func (x86) nativeBody(at, fail uint64, locs []slotLoc) ([]byte, error) {
 	b := &xb{at: at, fail: fail}
-	b.checkID(idOriginal)
-	b.acc = true
-	b.a = append(b.a, 0x45, 0x31, 0xdb) // xor r11d, r11d
+	b.a = append(b.a, 0x4d, 0x8b, 0x1c, 0x24, 0x49, 0x81, 0xf3) // mov r11, [r12]; xor r11, imm32
+	b.a = binary.LittleEndian.AppendUint32(b.a, idOriginal)
 	for k, l := range locs {
 		if l.reg >= 0 {
 			b.cmpScript(x86ArgNums[l.reg], ctxOff(k))
@@ -403,8 +401,7 @@ func (x86) nativeBody(at, fail uint64, locs []slotLoc) ([]byte, error) {
 			b.cmpScript(xRAX, ctxOff(k))
 		}
 	}
-	b.flush()
-	b.advance()
+	b.advance() // the difference in r11 is tested where the body returns (outOfLine)
 	return b.a, b.err
 }
 
@@ -418,35 +415,37 @@ func (t x86) nativeCaller(base, fn uint64, regs []uint64, cc *callerCheck) ([]by
 	a = a.movabs(xR11, fn)
 	a = append(a, 0x41, 0xff, 0xd3) // call r11
 	after := len(a)
-	var jnes []int
-	jne := func() { a = append(a, 0x0f, 0x85, 0, 0, 0, 0); jnes = append(jnes, len(a)) }
+	// Every difference is or-ed into r11 and one jne goes to fail (a block of its own
+	// per compare otherwise; the replay says what differed). r10 and rax are scratch.
+	differ := func() { a = append(a, 0x4d, 0x09, 0xd3) } // or r11, r10
 	a = a.movabs(xR11, cc.scriptEnd)
-	a = append(a, 0x4d, 0x39, 0xdc) // cmp r12, r11: every scripted call came
-	jne()
+	a = append(a, 0x4d, 0x31, 0xe3) // xor r11, r12: every scripted call came
 	switch cc.retMask {
 	case 0: // a void struct_ops member: nothing is required of rax
 	case ^uint64(0):
-		a = a.movabs(xR11, cc.ret)
-		a = append(a, 0x4c, 0x39, 0xd8) // cmp rax, r11
-		jne()
+		a = a.movabs(xR11-1, cc.ret)
+		a = append(a, 0x49, 0x31, 0xc2) // xor r10, rax
+		differ()
 	default: // the member's width
-		a = a.movabs(xR11, cc.retMask)
-		a = append(a, 0x49, 0x21, 0xc3) // and r11, rax
-		a = a.movabs(xR11-1, cc.ret&cc.retMask)
-		a = append(a, 0x4d, 0x39, 0xd3) // cmp r11, r10
-		jne()
+		a = a.movabs(xR11-1, cc.retMask)
+		a = append(a, 0x49, 0x21, 0xc2) // and r10, rax
+		a = a.movabs(xRAX, cc.ret&cc.retMask)
+		a = append(a, 0x49, 0x31, 0xc2) // xor r10, rax
+		differ()
 	}
-	a = append(a, 0x48, 0x81, 0xfc) // cmp rsp, imm32
+	a = append(a, 0x49, 0x89, 0xe2, 0x49, 0x81, 0xf2) // mov r10, rsp; xor r10, imm32
 	a = binary.LittleEndian.AppendUint32(a, sp0)
-	jne()
+	differ()
 	for _, r := range []struct {
 		reg uc.Reg
 		num int
 	}{{uc.RBX, 3}, {uc.RBP, 5}, {uc.R14, 14}} {
-		a = a.movabs(xR11, cc.canaries[r.reg])
-		a = append(a, 0x4c|byte(r.num>>3), 0x39, 0xd8|byte(r.num&7)) // cmp reg, r11
-		jne()
+		a = a.movabs(xR11-1, cc.canaries[r.reg])
+		a = append(a, 0x49|byte(r.num>>3)<<2, 0x31, 0xc2|byte(r.num&7)<<3) // xor r10, reg
+		differ()
 	}
+	a = append(a, 0x4d, 0x85, 0xdb, 0x0f, 0x85, 0, 0, 0, 0) // test r11, r11; jne fail
+	jnes := []int{len(a)}
 	a = append(a, 0x49, 0xff, 0xcf) // dec r15
 	a = append(a, 0x0f, 0x85)       // jnz loop
 	a = binary.LittleEndian.AppendUint32(a, uint32(int32(-(len(a) + 4))))

@@ -110,10 +110,14 @@
 //     4 KiB). Two hot blocks in one slot evict each other, and each miss
 //     costs a tb_htable_lookup (~300-370 host instructions, callgrind). A
 //     page's blocks share one row of 64 slots. The harness places its caller
-//     and its stubs' checks (emu/layout.go placeChecks) where their slots
-//     are their own; what remains are the kernel's addresses (the synthetic
-//     layout's functions all at 1 MiB boundaries: 5 misses per checked
-//     arm64 batch hit; the 6.12 captures' bpf_func#1 and #2: 2 on x86_64).
+//     where its slots are its own, and a stub's checks at the stub's own
+//     address, or where no slot is shared when they do not fit there
+//     (emu/layout.go placeChecks); what remains are the kernel's addresses
+//     (the synthetic layout's functions all at 1 MiB boundaries: 5 misses
+//     per checked arm64 batch hit).
+//   - Unicorn 2.1 calls helper_check_exit_request at the start of every
+//     block and after every guest store: 107 calls per checked x86_64 hit of
+//     the 2-program 6.12 trampoline, 26 of them block starts (callgrind).
 //   - Context save or restore: ~65 ns (x86_64), ~110 ns (arm64). Registers
 //     only; memory is not part of a context.
 //   - Open + first map + Close: 0.12-0.24 ms, plus translating code on its
