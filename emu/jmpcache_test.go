@@ -49,9 +49,12 @@ func TestCallerJmpCacheSlots(t *testing.T) {
 	}
 }
 
-// TestChecksJmpCacheSlots: no byte of a stub's checks shares a jump-cache slot with a
-// byte of another piece or of the caller, in the benchmarked 2-program 6.12 image, at
-// the synthetic addresses and at the ones its corpus captured. Packed 64-byte aligned
+// TestChecksJmpCacheSlots: no byte of a stub's checks placed apart (where they do not
+// fit at the stub's own address: in the 6.12 captures, x86_64's __bpf_prog_exit 0x40
+// bytes before __bpf_prog_exit_recur) shares a jump-cache slot with a byte of another
+// piece or of the caller, in the benchmarked 2-program 6.12 image, at the synthetic
+// addresses and at the ones its corpus captured. When all checks were placed apart,
+// packed 64-byte aligned
 // past their cluster, the x86_64 checks of bpf_func#1 and #2 sat on the image's page
 // and shared slots with its blocks (two misses per hit), and the enter and exit
 // helpers' checks shared slots with each other.
