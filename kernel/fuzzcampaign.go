@@ -31,7 +31,8 @@ type FuzzOptions struct {
 	Minimise bool   // minimise each disagreement (re-captured)
 	OutDir   string // results.jsonl, summary.json, minimised.jsonl, minimised-cases.json
 	// Resume continues the interrupted campaign in OutDir: the requests its results.jsonl
-	// holds (the first of the same seed's draws) are not captured again.
+	// holds (the first of the same seed's draws) are not captured again, but for those a
+	// guest died on.
 	Resume   bool
 	Progress io.Writer
 }
@@ -231,6 +232,13 @@ func ImageFuzz(ctx context.Context, o FuzzOptions) (*FuzzReport, error) {
 		if err != nil {
 			return nil, err
 		}
+		if o.Resume {
+			n, err := recaptureDied(ctx, o, pin, done, progress)
+			rep.Boots += n
+			if err != nil {
+				return nil, err
+			}
+		}
 		for _, fc := range done {
 			fc.Diff = fuzzDiff(fc.Corpus) // the model may have changed since
 			rep.add(fc, pool)
@@ -381,6 +389,32 @@ func fuzzCapture(ctx context.Context, o FuzzOptions, pin vm.Pin, cases []Case) (
 		out[i] = got[k]
 	}
 	return out, boots, nil
+}
+
+// recaptureDied captures again, in one guest, the requests of a resumed campaign that a
+// guest died on (a hang, a damaged frame: the guest's failure, not a verdict on the
+// request), and rewrites results.jsonl with what they gave in their places. A request
+// that dies again stays not captured.
+func recaptureDied(ctx context.Context, o FuzzOptions, pin vm.Pin, done []FuzzCase, progress io.Writer) (int, error) {
+	var again []Case
+	var at []int
+	for i, fc := range done {
+		if !fc.Corpus.Captured() {
+			again, at = append(again, fc.Case), append(at, i)
+		}
+	}
+	if len(again) == 0 {
+		return 0, nil
+	}
+	fmt.Fprintf(progress, "%s-%s: capturing again %d requests a guest died on\n", o.Kernel, o.Arch, len(again))
+	got, boots, err := fuzzCapture(ctx, o, pin, again)
+	if err != nil {
+		return boots, err
+	}
+	for k, i := range at {
+		done[i].Corpus, done[i].Diff = got[k], fuzzDiff(got[k])
+	}
+	return boots, rewriteResults(o.OutDir, done)
 }
 
 func fuzzCaptureOnce(ctx context.Context, o FuzzOptions, pin vm.Pin, cases []Case) ([]*CorpusCase, int, error) {

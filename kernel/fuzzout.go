@@ -20,22 +20,31 @@ const (
 	fuzzMinimisedCase = "minimised-cases.json"
 )
 
-// appendResults adds one batch's results to dir/results.jsonl in one write, synced.
-func appendResults(dir string, fcs []FuzzCase) error {
+// encodeResults is fcs as results.jsonl lines.
+func encodeResults(fcs []FuzzCase) ([]byte, error) {
 	var b bytes.Buffer
 	for _, fc := range fcs {
 		line, err := json.Marshal(fc)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		b.Write(line)
 		b.WriteByte('\n')
+	}
+	return b.Bytes(), nil
+}
+
+// appendResults adds one batch's results to dir/results.jsonl in one write, synced.
+func appendResults(dir string, fcs []FuzzCase) error {
+	b, err := encodeResults(fcs)
+	if err != nil {
+		return err
 	}
 	f, err := os.OpenFile(filepath.Join(dir, fuzzResults), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(b.Bytes())
+	_, err = f.Write(b)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -43,6 +52,15 @@ func appendResults(dir string, fcs []FuzzCase) error {
 		err = cerr
 	}
 	return err
+}
+
+// rewriteResults replaces dir/results.jsonl with fcs, atomically.
+func rewriteResults(dir string, fcs []FuzzCase) error {
+	b, err := encodeResults(fcs)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(dir, fuzzResults, b)
 }
 
 // readResults reads dir/results.jsonl. A last line without its newline is a write the

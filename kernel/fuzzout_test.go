@@ -190,3 +190,53 @@ func TestFuzzCaptureAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestImageFuzzResumeDied: resumed, a campaign captures again, in one boot, the requests
+// a guest died on, and writes what they gave in their places: the results end as an
+// uninterrupted run's, byte for byte.
+func TestImageFuzzResumeDied(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots fake guests (shell scripts)")
+	}
+	o := FuzzOptions{Kernel: "6.12", Arch: "amd64", Count: 25, Seed: 1, Corpus: fuzzCorpus(t), Batch: 10, OutDir: t.TempDir()}
+	fakeGuest(t, fuzzGuestScript(t, 25, 10, []int{0, 1, 2}, ""))
+	if _, err := ImageFuzz(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(o.OutDir, fuzzResults))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fcs, _, err := readResults(o.OutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const died = 12
+	cc := *fcs[died].Corpus
+	cc.Stage, cc.Error, cc.Errno = "guest", "guest hung: agent did not finish within 1m0s", ""
+	fcs[died].Corpus, fcs[died].Diff = &cc, fuzzDiff(&cc)
+	if fcs[died].Diff.Verdict != NotCaptured {
+		t.Fatalf("the doctored result is %s, not not-captured", fcs[died].Diff.Verdict)
+	}
+	if err := rewriteResults(o.OutDir, fcs); err != nil {
+		t.Fatal(err)
+	}
+	// The one boot the resumed run needs answers the request the guest died on.
+	fakeGuest(t, "case $(cat $STATE/n 2>/dev/null || echo 0) in\n0)\necho 1 > $STATE/n\n"+
+		frameLine(t, wire.KindHello, wire.Hello{Release: "fake"})+
+		frameLine(t, wire.KindCapture, wire.CaptureResult{ID: fmt.Sprintf("fuzz-1-%d", died),
+			Error: fmt.Sprintf("attach program 1 (fentry) to f%d: invalid argument", died), Errno: "EINVAL", Stage: "attach"})+
+		frameLine(t, wire.KindDone, wire.Done{Cases: 1})+";;\nesac\n")
+	o.Resume = true
+	rep, err := ImageFuzz(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Requests != 25 || rep.NotCaptured != 0 {
+		t.Errorf("resumed run: %d requests, %d not captured; want 25, 0", rep.Requests, rep.NotCaptured)
+	}
+	got, _ := os.ReadFile(filepath.Join(o.OutDir, fuzzResults))
+	if string(got) != string(want) {
+		t.Errorf("resumed results.jsonl (%d bytes) is not the uninterrupted run's (%d)", len(got), len(want))
+	}
+}

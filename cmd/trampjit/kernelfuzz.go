@@ -31,7 +31,7 @@ func runKernelFuzz(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&format, "format", "text", "output: text or json (the summary with every disagreement)")
 	fs.BoolVar(&noMin, "no-minimise", false, "report disagreements as drawn, without re-capturing simpler forms")
 	fs.StringVar(&rediff, "rediff", "", "compare an earlier campaign's DIR/results.jsonl with the model again, without booting")
-	fs.StringVar(&resume, "resume", "", "continue the interrupted campaign in DIR: the requests its results.jsonl holds are not captured again (the same --kernel, --arch and --seed)")
+	fs.StringVar(&resume, "resume", "", "continue the interrupted campaign in DIR: the requests its results.jsonl holds are not captured again, but for those a guest died on (the same --kernel, --arch and --seed)")
 	fs.BoolVar(&quiet, "quiet", false, "no per-case progress, only the batch lines")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: trampjit kernel fuzz --count N --kernel K --arch A --seed S [--out DIR] [flags]\n\n"+
