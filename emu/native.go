@@ -19,8 +19,9 @@ import (
 // reads zeros, which match no stub), are or-ed into r11 (arm64 x15, both caller-saved
 // scratch that any helper may clobber) and tested once, where the stub returns: a
 // conditional move picks the return address or the fail address and one indirect jump
-// goes there (finish). Under Unicorn every conditional branch ends a translated block and
-// blocks are what a call costs (riscv64's stubs still branch on the identity at once).
+// goes there (finish; riscv64, without a conditional move, selects with a mask). Under
+// Unicorn every conditional branch ends a translated block and blocks are what a call
+// costs.
 // Nothing is stored before the test; a load through a bad pointer faults, and a fault
 // ends the run like a fail. The harness then replays the call with the Go hooks
 // (Options.Trace) to say precisely what differed. The report of a passing run is the expectation itself, which

@@ -169,6 +169,33 @@ func (a rvasm) tail(at, routine uint64) (rvasm, error) {
 	return a.far(rvZero, rvT1, at+uint64(len(a)), routine)
 }
 
+// la is auipc rd + addi rd, lo: the address to (±2 GiB) in rd.
+func (a rvasm) la(rd int, at, to uint64) (rvasm, error) {
+	hi, lo, err := rvFar(at+uint64(len(a)), to)
+	return a.w(rvAuipc(rd, hi), rvAddi(rd, rd, lo)), err
+}
+
+// finish ends checking code at at+len(a) without a branch of its own (see the x86_64
+// target's): on to routine (0: the return address in ra) when t6 is zero, else to fail,
+// chosen with a mask (no conditional move in the base ISA) and reached by one jalr.
+func (a rvasm) finish(at, fail, routine uint64) (rvasm, error) {
+	base := rvRA
+	var err error
+	if routine != 0 {
+		a, err = a.la(rvT1, at, routine)
+		base = rvT1
+	}
+	a, err2 := a.la(rvT4, at, fail)
+	if err == nil {
+		err = err2
+	}
+	return a.w(rvXor(rvT4, rvT4, base),
+		rvR(0, rvT6, rvZero, 3, rvT5, 0x33),    // sltu t5, zero, t6: 1 when anything differed
+		rvR(0x20, rvT5, rvZero, 0, rvT5, 0x33), // sub t5, zero, t5: all ones then
+		rvR(0, rvT5, rvT4, 7, rvT4, 0x33),      // and t4, t4, t5
+		rvXor(rvT4, rvT4, base), rvJalr(rvZero, rvT4, 0)), err
+}
+
 func (rv64) ucArch() uc.Arch { return uc.RISCV64 }
 
 func (rv64) caller(base, fn uint64, regs []uint64) ([]byte, int, int) {
@@ -266,7 +293,15 @@ func (t rv64) outOfLine(s *siteSpec) []byte {
 			code = code.w(rvAddiw(rvA0, rvA0, 0)) // sext.w: the psABI widens 32-bit returns signed
 		}
 	}
-	if s.clobber {
+	switch {
+	case s.fail != 0 && s.clobber: // the clobber overwrites t6: test it first
+		b := &rb{a: code, at: s.ool, fail: s.fail}
+		b.flush()
+		code = b.a.clobber(true)
+	case s.fail != 0:
+		code, _ = code.finish(s.ool, s.fail, 0) // nativeBody's differences, tested at the return
+		return code
+	case s.clobber:
 		code = code.clobber(true)
 	}
 	return code.w(rvRet)
@@ -376,33 +411,22 @@ func (b *rb) cmpScript(reg, off int) {
 
 func (b *rb) load(base, disp int) { b.a = b.a.w(rvLd(rvT4, base, disp)) }
 
-func (b *rb) checkID(id int) {
-	b.a = b.a.w(rvLd(rvT5, rvS9, entID), rvAddi(rvT5, rvT5, -id))
-	b.toFail(rvT5)
-}
-
 func (b *rb) advance() { b.a = b.a.w(rvAddi(rvS9, rvS9, entrySize)) }
-
-func (b *rb) tail(routine uint64) {
-	var err error
-	if b.a, err = b.a.tail(b.at, routine); err != nil && b.err == nil {
-		b.err = err
-	}
-}
 
 func (rv64) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, error) {
 	b := &rb{at: p.addr, fail: fail}
 	if p.hook == stubStray {
 		return rvasm(nil).far(rvZero, rvT1, p.addr, fail)
 	}
-	b.checkID(p.id) // before anything else reads the entry: it may be the script's end
-	b.a = b.a.w(rvMv(rvT6, rvZero))
+	// The identity is one more difference (see the x86_64 stubs): ld t5, 0(s9);
+	// addi t6, t5, -id. Nothing is stored before the test; the exit reads the cookie
+	// through s10, the run_ctx its enter got, which a2 must equal.
+	b.a = b.a.w(rvLd(rvT5, rvS9, entID), rvAddi(rvT6, rvT5, -p.id))
 	switch p.hook {
 	case stubEnter:
 		b.cmpScript(rvA0, entPtr)
 		b.load(rvA1, 0) // the cookie in run_ctx
 		b.cmpScript(rvT4, entCookie)
-		b.flush()
 		b.a = b.a.w(rvMv(rvS10, rvA1), rvLd(rvA0, rvS9, entVal))
 		b.advance()
 	case stubExit:
@@ -410,15 +434,12 @@ func (rv64) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, er
 		b.cmpScript(rvA1, entVal)
 		b.a = b.a.w(rvMv(rvT5, rvA2)) // the run_ctx enter got
 		b.differ(rvS10)
-		b.flush() // before loading through a2
-		b.load(rvA2, 0)
+		b.load(rvS10, 0)
 		b.cmpScript(rvT4, entCookie)
-		b.flush()
 		b.advance()
 		b.a = b.a.voidRet()
 	case stubTramp:
 		b.cmpScript(rvA0, entPtr)
-		b.flush()
 		b.advance()
 		b.a = b.a.voidRet()
 	case stubProg:
@@ -430,25 +451,25 @@ func (rv64) nativeStub(p *piece, routine, fail uint64, c *nativeCfg) ([]byte, er
 		b.cmpScript(rvT4, entCookie)
 		if idx, ok := c.sessIdx[p.prog]; ok {
 			// The session cookie, then the mark into it (again on exit: the value the
-			// check just found, so nothing changes).
+			// check just found, so nothing changes), stored once the checks passed.
 			b.load(rvA0, -8*idx)
 			b.cmpScript(rvT4, entSess)
-		}
-		b.flush()
-		if idx, ok := c.sessIdx[p.prog]; ok {
+			b.flush()
 			b.a = b.a.li(rvT4, sessionMark(p.prog)).w(rvSd(rvT4, rvA0, -8*idx))
 		}
 		b.advance()
 		b.a = b.a.progRet(p.ret)
 	}
-	b.tail(routine)
+	var err error
+	if b.a, err = b.a.finish(b.at, b.fail, routine); err != nil && b.err == nil {
+		b.err = err
+	}
 	return b.a, b.err
 }
 
 func (rv64) nativeBody(at, fail uint64, locs []slotLoc) ([]byte, error) {
 	b := &rb{at: at, fail: fail}
-	b.checkID(idOriginal)
-	b.a = b.a.w(rvMv(rvT6, rvZero))
+	b.a = b.a.w(rvLd(rvT5, rvS9, entID), rvAddi(rvT6, rvT5, -idOriginal))
 	for k, l := range locs {
 		reg := rvA0 + l.reg
 		if l.reg < 0 {
@@ -457,8 +478,7 @@ func (rv64) nativeBody(at, fail uint64, locs []slotLoc) ([]byte, error) {
 		}
 		b.cmpScript(reg, ctxOff(k))
 	}
-	b.flush()
-	b.advance()
+	b.advance() // the difference in t6 is tested where the body returns (outOfLine)
 	return b.a, b.err
 }
 
