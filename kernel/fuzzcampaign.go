@@ -32,8 +32,9 @@ type FuzzOptions struct {
 	OutDir   string // results.jsonl, summary.json, minimised.jsonl, minimised-cases.json
 	// Resume continues the interrupted campaign in OutDir: the requests its results.jsonl
 	// holds (the first of the same seed's draws) are not captured again, but for those a
-	// guest died on.
+	// guest died on and those Again names.
 	Resume   bool
+	Again    []string
 	Progress io.Writer
 }
 
@@ -250,6 +251,9 @@ func ImageFuzz(ctx context.Context, o FuzzOptions) (*FuzzReport, error) {
 	} else if o.Resume {
 		return nil, fmt.Errorf("image fuzz: resume needs the campaign's directory (OutDir)")
 	}
+	if len(o.Again) > 0 && !o.Resume {
+		return nil, fmt.Errorf("image fuzz: again needs a resumed campaign")
+	}
 	start := len(rep.Cases)
 	for lo := start; lo < len(cases); lo += o.Batch {
 		batch := cases[lo:min(lo+o.Batch, len(cases))]
@@ -393,20 +397,30 @@ func fuzzCapture(ctx context.Context, o FuzzOptions, pin vm.Pin, cases []Case) (
 
 // recaptureDied captures again, in one guest, the requests of a resumed campaign that a
 // guest died on (a hang, a damaged frame: the guest's failure, not a verdict on the
-// request), and rewrites results.jsonl with what they gave in their places. A request
-// that dies again stays not captured.
+// request) and those o.Again names, and rewrites results.jsonl with what they gave in
+// their places. A request that dies again stays not captured.
 func recaptureDied(ctx context.Context, o FuzzOptions, pin vm.Pin, done []FuzzCase, progress io.Writer) (int, error) {
+	named := map[string]bool{}
+	for _, id := range o.Again {
+		named[id] = true
+	}
 	var again []Case
 	var at []int
 	for i, fc := range done {
-		if !fc.Corpus.Captured() {
+		if !fc.Corpus.Captured() || named[fc.Case.ID] {
 			again, at = append(again, fc.Case), append(at, i)
+			delete(named, fc.Case.ID)
+		}
+	}
+	for _, id := range o.Again {
+		if named[id] {
+			return 0, fmt.Errorf("image fuzz: again: %q is not a request of the campaign's %d results in %s", id, len(done), o.OutDir)
 		}
 	}
 	if len(again) == 0 {
 		return 0, nil
 	}
-	fmt.Fprintf(progress, "%s-%s: capturing again %d requests a guest died on\n", o.Kernel, o.Arch, len(again))
+	fmt.Fprintf(progress, "%s-%s: capturing again %d requests (a guest died on them, or named)\n", o.Kernel, o.Arch, len(again))
 	got, boots, err := fuzzCapture(ctx, o, pin, again)
 	if err != nil {
 		return boots, err

@@ -222,11 +222,7 @@ func TestImageFuzzResumeDied(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The one boot the resumed run needs answers the request the guest died on.
-	fakeGuest(t, "case $(cat $STATE/n 2>/dev/null || echo 0) in\n0)\necho 1 > $STATE/n\n"+
-		frameLine(t, wire.KindHello, wire.Hello{Release: "fake"})+
-		frameLine(t, wire.KindCapture, wire.CaptureResult{ID: fmt.Sprintf("fuzz-1-%d", died),
-			Error: fmt.Sprintf("attach program 1 (fentry) to f%d: invalid argument", died), Errno: "EINVAL", Stage: "attach"})+
-		frameLine(t, wire.KindDone, wire.Done{Cases: 1})+";;\nesac\n")
+	fakeGuest(t, oneCase(t, died))
 	o.Resume = true
 	rep, err := ImageFuzz(context.Background(), o)
 	if err != nil {
@@ -239,4 +235,32 @@ func TestImageFuzzResumeDied(t *testing.T) {
 	if string(got) != string(want) {
 		t.Errorf("resumed results.jsonl (%d bytes) is not the uninterrupted run's (%d)", len(got), len(want))
 	}
+
+	// Again names a request to capture again (after a fix to the loader): the fake guest,
+	// asked for it alone, answers it as before.
+	mark := filepath.Join(t.TempDir(), "booted")
+	fakeGuest(t, "touch "+mark+"\n"+oneCase(t, died))
+	o.Again = []string{fmt.Sprintf("fuzz-1-%d", died)}
+	if _, err := ImageFuzz(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(mark); err != nil {
+		t.Errorf("--again %s booted no guest", o.Again[0])
+	}
+	if got, _ := os.ReadFile(filepath.Join(o.OutDir, fuzzResults)); string(got) != string(want) {
+		t.Errorf("results.jsonl after --again is not the uninterrupted run's")
+	}
+	o.Again = []string{"fuzz-1-99"}
+	if _, err := ImageFuzz(context.Background(), o); err == nil || !strings.Contains(err.Error(), "not a request of the campaign") {
+		t.Errorf("again with an unknown request: %v, want a refusal", err)
+	}
+}
+
+// oneCase is a fake guest's answer to the one request fuzz-1-<i>, refused at attach as
+// fuzzGuestScript's are.
+func oneCase(t *testing.T, i int) string {
+	return frameLine(t, wire.KindHello, wire.Hello{Release: "fake"}) +
+		frameLine(t, wire.KindCapture, wire.CaptureResult{ID: fmt.Sprintf("fuzz-1-%d", i),
+			Error: fmt.Sprintf("attach program 1 (fentry) to f%d: invalid argument", i), Errno: "EINVAL", Stage: "attach"}) +
+		frameLine(t, wire.KindDone, wire.Done{Cases: 1})
 }

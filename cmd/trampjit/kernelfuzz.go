@@ -20,7 +20,7 @@ func runKernelFuzz(args []string, stdout, stderr io.Writer) error {
 	var seed uint64
 	var out, corpus, format, profile string
 	var noMin, quiet bool
-	var rediff, resume string
+	var rediff, resume, again string
 	p.register(fs.StringVar)
 	fs.StringVar(&profile, "profile", "", "the same as --kernel")
 	fs.IntVar(&count, "count", 100, "requests to draw")
@@ -32,6 +32,7 @@ func runKernelFuzz(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&noMin, "no-minimise", false, "report disagreements as drawn, without re-capturing simpler forms")
 	fs.StringVar(&rediff, "rediff", "", "compare an earlier campaign's DIR/results.jsonl with the model again, without booting")
 	fs.StringVar(&resume, "resume", "", "continue the interrupted campaign in DIR: the requests its results.jsonl holds are not captured again, but for those a guest died on (the same --kernel, --arch and --seed)")
+	fs.StringVar(&again, "again", "", "with --resume: also capture these requests again (IDs, comma-separated; after a fix to the loader or the guest), in their places")
 	fs.BoolVar(&quiet, "quiet", false, "no per-case progress, only the batch lines")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: trampjit kernel fuzz --count N --kernel K --arch A --seed S [--out DIR] [flags]\n\n"+
@@ -62,6 +63,13 @@ func runKernelFuzz(args []string, stdout, stderr io.Writer) error {
 		}
 		out = resume
 	}
+	var againIDs []string
+	if again != "" {
+		if resume == "" {
+			return usageErr("--again needs --resume: it captures again requests of a campaign's results")
+		}
+		againIDs = strings.Split(again, ",")
+	}
 	if corpus == "" {
 		corpus = filepath.Join("testdata", "kernel", p.kernel+"-"+p.arch)
 	}
@@ -80,7 +88,7 @@ func runKernelFuzz(args []string, stdout, stderr io.Writer) error {
 		rep, err = kernel.RediffFuzz(rediff, corpus)
 	} else {
 		rep, err = kernel.ImageFuzz(ctx, kernel.FuzzOptions{Kernel: p.kernel, Arch: p.arch, Count: count, Seed: seed,
-			Corpus: corpus, Batch: batch, Minimise: !noMin, OutDir: out, Resume: resume != "", Progress: progress})
+			Corpus: corpus, Batch: batch, Minimise: !noMin, OutDir: out, Resume: resume != "", Again: againIDs, Progress: progress})
 	}
 	if err != nil {
 		return asInterrupt(ctx, err)
