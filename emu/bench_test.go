@@ -46,19 +46,27 @@ func benchAddrs(b testing.TB, arch btfmodel.Arch) *jit.Addrs {
 	return nil
 }
 
-func benchLoad(b *testing.B, arch btfmodel.Arch, o Options) *Loaded {
-	b.Helper()
+// benchImage is the benchmarked trampoline for arch at addrs (nil: the synthetic
+// layout), and a harness for arch, closed when tb ends.
+func benchImage(tb testing.TB, arch btfmodel.Arch, addrs *jit.Addrs) (*jit.Request, *jit.Image, *btfmodel.FuncModel, *Harness) {
+	tb.Helper()
 	r := &jit.Request{Arch: arch, Kernel: btfmodel.Kernel612, Proto: "int f(int a, u64 b)",
-		Progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}, Addrs: benchAddrs(b, arch)}
+		Progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}, Addrs: addrs}
 	img, m, err := Generate(r)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	h, err := NewHarness(arch)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { h.Close() })
+	tb.Cleanup(func() { h.Close() })
+	return r, img, m, h
+}
+
+func benchLoad(b *testing.B, arch btfmodel.Arch, o Options) *Loaded {
+	b.Helper()
+	r, img, m, h := benchImage(b, arch, benchAddrs(b, arch))
 	l, err := h.Load(r, m, Addrs(r), img.Code, o)
 	if err != nil {
 		b.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/trampjit/trampjit/btfmodel"
-	"github.com/trampjit/trampjit/jit"
 )
 
 // TestBlocksPerHit: a checked batch hit of the benchmarked trampoline (2 programs, 6.12,
@@ -27,17 +26,7 @@ func TestBlocksPerHit(t *testing.T) {
 		// The same, and the ftrace veneer the function calls the image through.
 		{btfmodel.ARM64, 12 + 8 + 4 + 3},
 	} {
-		r := &jit.Request{Arch: c.arch, Kernel: btfmodel.Kernel612, Proto: "int f(int a, u64 b)",
-			Progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}, Addrs: benchAddrs(t, c.arch)}
-		img, m, err := Generate(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := NewHarness(c.arch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer h.Close()
+		r, img, m, h := benchImage(t, c.arch, benchAddrs(t, c.arch))
 		l, err := h.Load(r, m, Addrs(r), img.Code, Options{})
 		if err != nil {
 			t.Fatal(err)

@@ -18,16 +18,7 @@ func TestCallerJmpCacheSlots(t *testing.T) {
 		arch     btfmodel.Arch
 		pageBits uint
 	}{{btfmodel.ARM64, 10}, {btfmodel.AMD64, 12}} {
-		r := &jit.Request{Arch: c.arch, Kernel: btfmodel.Kernel612, Proto: "int f(int a, u64 b)",
-			Progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}}
-		img, m, err := Generate(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := NewHarness(c.arch)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, img, m, h := benchImage(t, c.arch, nil)
 		for _, o := range []Options{{}, {Trace: true}} {
 			_, pr, err := h.prepare(r, m, Addrs(r), img.Code, o, make([]byte, 1<<16))
 			if err != nil {
@@ -45,7 +36,6 @@ func TestCallerJmpCacheSlots(t *testing.T) {
 				}
 			}
 		}
-		h.Close()
 	}
 }
 
@@ -62,18 +52,8 @@ func TestChecksJmpCacheSlots(t *testing.T) {
 	for _, arch := range []btfmodel.Arch{btfmodel.ARM64, btfmodel.AMD64} {
 		bits := jmpCachePageBits(mustTarget(t, arch).ucArch())
 		for _, addrs := range []*jit.Addrs{nil, benchAddrs(t, arch)} {
-			r := &jit.Request{Arch: arch, Kernel: btfmodel.Kernel612, Proto: "int f(int a, u64 b)",
-				Progs: []jit.Prog{{Kind: jit.Fentry}, {Kind: jit.Fexit}}, Addrs: addrs}
-			img, m, err := Generate(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, err := NewHarness(arch)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r, img, m, h := benchImage(t, arch, addrs)
 			_, pr, err := h.prepare(r, m, Addrs(r), img.Code, Options{}, make([]byte, 1<<16))
-			h.Close()
 			if err != nil {
 				t.Fatal(err)
 			}
