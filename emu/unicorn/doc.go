@@ -81,10 +81,12 @@
 //   - A non-zero until costs ~3.5 µs per run: after each run Unicorn
 //     invalidates the block containing until-1, which is retranslated next
 //     time. Run uses until=0, which Unicorn never invalidates.
-//   - A timeout costs a thread per run (about as much as Unicorn's own timer
-//     thread, 100-150 µs). The watchdog is the binding's (shim.c): it repeats
+//   - A timeout costs a thread per run (45-80 µs, BenchmarkStartStop's
+//     halt+timeout). The watchdog is the binding's (shim.c): it repeats
 //     uc_emu_stop until the run returns, since a single stop that arrives
-//     before libunicorn 2.1's vcpu loop starts is lost.
+//     before libunicorn 2.1's vcpu loop starts is lost, and it waits on a
+//     condition the run's end signals (it slept to its deadline at first: a
+//     halting run with a 1 s timeout took 1 s; TestTimeoutRunEndsFirst).
 //   - Start's count is Unicorn's: a C helper call per executed instruction
 //     (two thirds of a checked batch run on 2.1), and switching between
 //     count == 0 and count > 0 flushes the whole translation cache (~12 ms;

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
@@ -117,27 +116,81 @@ uc_err tj_hook_fault(uc_engine *uc, tj_state *st, uc_hook *hh, uint64_t begin,
 // before the vcpu loop starts is cleared by it, and a run of one chained
 // self-looping block then never ends (seen under load with a 2 ms timeout;
 // later Unicorn releases fixed the race with per-run frame states). This
-// watchdog keeps asking until the run has returned.
+// watchdog keeps asking until the run has returned. It waits on a condition the
+// run's end signals, so a run that ends first does not wait for its deadline.
 typedef struct tj_watchdog {
 	uc_engine *uc;
 	struct timespec deadline; // CLOCK_MONOTONIC
-	atomic_int done;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; // signalled when done is set
+	int done;	   // the run has returned (under mu)
 } tj_watchdog;
 
 #define TJ_WATCHDOG_REPEAT_NS 200000 // between repeated stop requests
 
+static void tj_after(struct timespec *t, long ns)
+{
+	clock_gettime(CLOCK_MONOTONIC, t);
+	t->tv_nsec += ns;
+	t->tv_sec += t->tv_nsec / 1000000000;
+	t->tv_nsec %= 1000000000;
+}
+
 static void *tj_watchdog_fn(void *arg)
 {
 	tj_watchdog *w = arg;
-	while (!atomic_load(&w->done) &&
-	       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &w->deadline, NULL) == EINTR)
+	pthread_mutex_lock(&w->mu);
+	while (!w->done && pthread_cond_timedwait(&w->cv, &w->mu, &w->deadline) != ETIMEDOUT)
 		;
-	while (!atomic_load(&w->done)) {
+	while (!w->done) {
+		pthread_mutex_unlock(&w->mu);
 		uc_emu_stop(w->uc);
-		struct timespec d = {0, TJ_WATCHDOG_REPEAT_NS};
-		nanosleep(&d, NULL);
+		struct timespec t;
+		tj_after(&t, TJ_WATCHDOG_REPEAT_NS);
+		pthread_mutex_lock(&w->mu);
+		if (!w->done)
+			pthread_cond_timedwait(&w->cv, &w->mu, &t);
 	}
+	pthread_mutex_unlock(&w->mu);
 	return NULL;
+}
+
+// tj_watch starts w's thread; 0 when it runs.
+static int tj_watch(tj_watchdog *w, pthread_t *th, uint64_t timeout_us)
+{
+	tj_after(&w->deadline, 0);
+	uint64_t ns = (uint64_t)w->deadline.tv_nsec + (timeout_us % 1000000) * 1000;
+	w->deadline.tv_sec += (time_t)(timeout_us / 1000000 + ns / 1000000000);
+	w->deadline.tv_nsec = (long)(ns % 1000000000);
+	w->done = 0;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	int rc = pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (rc != 0)
+		return rc;
+	if ((rc = pthread_mutex_init(&w->mu, NULL)) != 0) {
+		pthread_cond_destroy(&w->cv);
+		return rc;
+	}
+	if ((rc = pthread_create(th, NULL, tj_watchdog_fn, w)) != 0) {
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+	}
+	return rc;
+}
+
+// tj_unwatch tells w's thread the run has returned and waits for it.
+static void tj_unwatch(tj_watchdog *w, pthread_t th)
+{
+	pthread_mutex_lock(&w->mu);
+	w->done = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(th, NULL);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cv);
 }
 
 uc_err tj_emu_start(uc_engine *uc, tj_state *st, uint64_t begin, uint64_t until,
@@ -150,20 +203,13 @@ uc_err tj_emu_start(uc_engine *uc, tj_state *st, uint64_t begin, uint64_t until,
 	pthread_t th;
 	int watching = 0;
 	if (timeout > 0) {
-		clock_gettime(CLOCK_MONOTONIC, &w.deadline);
-		uint64_t ns = (uint64_t)w.deadline.tv_nsec + (timeout % 1000000) * 1000;
-		w.deadline.tv_sec += (time_t)(timeout / 1000000 + ns / 1000000000);
-		w.deadline.tv_nsec = (long)(ns % 1000000000);
-		atomic_init(&w.done, 0);
-		if (pthread_create(&th, NULL, tj_watchdog_fn, &w) != 0)
+		if (tj_watch(&w, &th, timeout) != 0)
 			return UC_ERR_RESOURCE;
 		watching = 1;
 	}
 	uc_err err = uc_emu_start(uc, begin, until, 0, (size_t)count);
-	if (watching) {
-		atomic_store(&w.done, 1);
-		pthread_join(th, NULL);
-	}
+	if (watching)
+		tj_unwatch(&w, th);
 	uc_reg_read(uc, st->pc_reg, &st->pc);
 	return err;
 }

@@ -207,6 +207,30 @@ func TestBudget(t *testing.T) {
 	}
 }
 
+// TestTimeoutRunEndsFirst: a run that ends long before its timeout returns when it ends,
+// not at its deadline (the watchdog waited out the deadline before, a second a run in
+// BenchmarkStartStop/*/halt+timeout).
+func TestTimeoutRunEndsFirst(t *testing.T) {
+	for _, s := range allSnippets {
+		e := setup(t, s.arch, s.arith)
+		must(t, e.AddSentinel(sentinelAt(s, s.arith), SentinelHalt))
+		must(t, e.WriteRegs(s.a[:], []uint64{1, 2, dataBase}))
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.Start(codeBase, 0, time.Hour, 0)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%v: %v", s.arch, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%v: a halting run with an hour's timeout has not returned after 30 s", s.arch)
+		}
+	}
+}
+
 func TestContextRoundTrip(t *testing.T) {
 	for _, s := range allSnippets {
 		e := setup(t, s.arch, s.arith)
