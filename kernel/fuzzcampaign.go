@@ -114,6 +114,10 @@ func RediffFuzz(dir, corpus string) (*FuzzReport, error) {
 	if old.Kernel == "" && len(done) > 0 { // killed before its first summary
 		old.Kernel, old.Arch = string(done[0].Corpus.Request.Kernel), string(done[0].Corpus.Request.Arch)
 	}
+	// Another profile's BTF would model every request wrongly, and quietly.
+	if k, a, ok := corpusProfile(corpus); ok && (k != old.Kernel || a != old.Arch) {
+		return nil, fmt.Errorf("image fuzz: rediff: %s holds a %s-%s campaign, and corpus %s is %s-%s's", dir, old.Kernel, old.Arch, corpus, k, a)
+	}
 	if spec, err := btfmodel.LoadFile(filepath.Join(corpus, "vmlinux.btf.xz"), nil); err == nil {
 		pool, _ = NewFuzzPool(spec, btfmodel.Kernel(old.Kernel), btfmodel.Arch(old.Arch))
 	}
@@ -132,6 +136,36 @@ func RediffFuzz(dir, corpus string) (*FuzzReport, error) {
 		rep.PerCase = rep.CaptureTime / time.Duration(rep.Requests)
 	}
 	return rep, nil
+}
+
+// CampaignProfile is the kernel and arch of the campaign in dir (its summary, or its
+// first result when it was killed before its first summary).
+func CampaignProfile(dir string) (kernel, arch string, err error) {
+	var old FuzzReport
+	if b, err := os.ReadFile(filepath.Join(dir, fuzzSummary)); err == nil && json.Unmarshal(b, &old) == nil && old.Kernel != "" {
+		return old.Kernel, old.Arch, nil
+	}
+	done, _, err := readResults(dir)
+	if err != nil {
+		return "", "", err
+	}
+	if len(done) == 0 {
+		return "", "", fmt.Errorf("%s: no results", dir)
+	}
+	return string(done[0].Corpus.Request.Kernel), string(done[0].Corpus.Request.Arch), nil
+}
+
+// corpusProfile is the kernel and arch a corpus's kernel.json names, if it has one.
+func corpusProfile(dir string) (kernel, arch string, ok bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "kernel.json"))
+	if err != nil {
+		return "", "", false
+	}
+	var k struct{ Kernel, Arch string }
+	if json.Unmarshal(b, &k) != nil || k.Kernel == "" {
+		return "", "", false
+	}
+	return k.Kernel, k.Arch, true
 }
 
 // laterCheck matches model refusals the kernel makes after the address lookup: the

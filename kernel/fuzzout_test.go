@@ -254,6 +254,19 @@ func TestImageFuzzResumeDied(t *testing.T) {
 	if _, err := ImageFuzz(context.Background(), o); err == nil || !strings.Contains(err.Error(), "not a request of the campaign") {
 		t.Errorf("again with an unknown request: %v, want a refusal", err)
 	}
+
+	// The campaign names its profile, and a rediff against another profile's corpus (its
+	// BTF would model every request wrongly) is refused.
+	if k, a, err := CampaignProfile(o.OutDir); err != nil || k != "6.12" || a != "amd64" {
+		t.Errorf("CampaignProfile: %s-%s, %v; want 6.12-amd64", k, a, err)
+	}
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "kernel.json"), []byte(`{"kernel": "7.2", "arch": "arm64"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RediffFuzz(o.OutDir, other); err == nil || !strings.Contains(err.Error(), "a 6.12-amd64 campaign") {
+		t.Errorf("rediff against 7.2-arm64's corpus: %v, want a refusal", err)
+	}
 }
 
 // oneCase is a fake guest's answer to the one request fuzz-1-<i>, refused at attach as

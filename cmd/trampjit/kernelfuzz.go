@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,7 +31,7 @@ func runKernelFuzz(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&corpus, "corpus", "", "the profile's corpus (its vmlinux.btf.xz and kernel.json; default testdata/kernel/<kernel>-<arch>)")
 	fs.StringVar(&format, "format", "text", "output: text or json (the summary with every disagreement)")
 	fs.BoolVar(&noMin, "no-minimise", false, "report disagreements as drawn, without re-capturing simpler forms")
-	fs.StringVar(&rediff, "rediff", "", "compare an earlier campaign's DIR/results.jsonl with the model again, without booting")
+	fs.StringVar(&rediff, "rediff", "", "compare an earlier campaign's DIR/results.jsonl with the model again, without booting (its profile, unless --kernel, --arch or --corpus say it)")
 	fs.StringVar(&resume, "resume", "", "continue the interrupted campaign in DIR: the requests its results.jsonl holds are not captured again, but for those a guest died on (the same --kernel, --arch and --seed)")
 	fs.StringVar(&again, "again", "", "with --resume: also capture these requests again (IDs, comma-separated; after a fix to the loader or the guest), in their places")
 	fs.BoolVar(&quiet, "quiet", false, "no per-case progress, only the batch lines")
@@ -47,6 +48,19 @@ func runKernelFuzz(args []string, stdout, stderr io.Writer) error {
 	}
 	if profile != "" {
 		p.kernel = profile
+	}
+	if rediff != "" {
+		// The campaign says which profile it is; a flag that says otherwise is refused
+		// below, by the corpus's kernel.json.
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["kernel"] && !set["profile"] && !set["arch"] && !set["corpus"] {
+			k, a, err := kernel.CampaignProfile(rediff)
+			if err != nil {
+				return fmt.Errorf("kernel fuzz: rediff: %w", err)
+			}
+			p.kernel, p.arch = k, a
+		}
 	}
 	if err := p.check(); err != nil {
 		return err
