@@ -280,6 +280,25 @@ func (c *CorpusCase) AttachIndex() int {
 	return n
 }
 
+// LoadIndex is the 1-based program the kernel refused to load, 0 when the case was not
+// refused at load or its error does not say.
+func (c *CorpusCase) LoadIndex() int {
+	if c.Stage != "load" {
+		return 0
+	}
+	m := loadIndex.FindStringSubmatch(c.Error)
+	if m == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+var loadIndex = regexp.MustCompile(`^load program (\d+) \(`)
+
 // modelBuildsAttach reports whether the model builds the trampoline the kernel's refused attach
 // would have built: the agent loads every program, then attaches them one at a time, so
 // attach N builds the first N. The model's refusal of the whole set (err) may come at a later

@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/trampjit/trampjit/btfmodel"
+	"github.com/trampjit/trampjit/jit"
 	"github.com/trampjit/trampjit/kernel/vm"
 )
 
@@ -70,9 +72,10 @@ func fuzzDiff(c *CorpusCase) DiffResult {
 	r := Diff(c)
 	switch {
 	case c.Stage == "load" && noAddress.MatchString(c.KernelMessage()) &&
-		(r.Verdict == ModelAccept || r.Verdict == Differ && laterCheck.MatchString(r.Note)):
+		(r.Verdict == ModelAccept || r.Verdict == Differ && (laterCheck.MatchString(r.Note) || refusesLater(c))):
 		// bpf_check_attach_target looks the address up after distilling the prototype and
-		// before the sleepable and fmod_ret checks: a model refusal from those comes second.
+		// before the sleepable and fmod_ret checks: a model refusal from those comes second,
+		// as does any refusal of a program the agent loads after the one that failed.
 		r.Verdict, r.Note = Unmodelled, "no kallsyms address for a BTF function: "+c.KernelMessage()
 	case agrees(r.Verdict):
 	case c.Stage == "attach" && freedInitText[c.Request.Arch].errno == c.Errno && modelBuildsAttach(c, modelErr(c)):
@@ -94,6 +97,14 @@ var freedInitText = map[btfmodel.Arch]struct{ errno, why string }{
 }
 
 // modelErr is the model's refusal of the case's request, nil when it builds an image.
+// refusesLater reports whether the model refuses a program after the one the kernel
+// failed to load (the agent loads them in attach order and stops at the first failure).
+func refusesLater(c *CorpusCase) bool {
+	var ae *jit.AttachError
+	n := c.LoadIndex()
+	return n > 0 && errors.As(modelErr(c), &ae) && ae.Prog > n
+}
+
 func modelErr(c *CorpusCase) error {
 	_, _, err := generate(c.Request)
 	return err

@@ -226,3 +226,35 @@ func corpusCase(t *testing.T, profile, id string) *CorpusCase {
 	t.Fatalf("no case %s in the %s corpus", id, profile)
 	return nil
 }
+
+// TestFuzzDiffLaterProgram: kernel fuzz found 6.12 x86_64 failing the first program's load
+// on radix_tree_node_alloc, a FUNC without a kallsyms address (ENOENT), where the model
+// refuses the second, an fsession program 6.12 cannot load (fuzz-1-1713, 3 programs, and
+// its minimised 2). The agent loads in attach order and stops at the first failure, so a
+// refusal of a later program comes second; one of the program that failed does not.
+func TestFuzzDiffLaterProgram(t *testing.T) {
+	cases := readFuzzCases(t, "6.12-amd64-later-program", "6.12-amd64")
+	if len(cases) != 2 {
+		t.Fatalf("%d cases, want 2", len(cases))
+	}
+	for _, c := range cases {
+		if c.LoadIndex() != 1 {
+			t.Errorf("%s: LoadIndex %d of %q, want 1", c.ID, c.LoadIndex(), c.Error)
+		}
+		if d := Diff(&c); agrees(d.Verdict) {
+			t.Errorf("%s: Diff says %s: the case no longer needs fuzzDiff's rule", c.ID, d.Verdict)
+		}
+		if d := fuzzDiff(&c); d.Verdict != Unmodelled {
+			t.Errorf("%s: %s %s, want unmodelled", c.ID, d.Verdict, d.Note)
+		}
+	}
+	// The fsession program first: the model refuses the program whose load failed, with
+	// a check the kernel makes before the address lookup. Still a disagreement.
+	c := cases[1]
+	req := *c.Request
+	req.Progs = []jit.Prog{req.Progs[1], req.Progs[0]}
+	c.Request = &req
+	if d := fuzzDiff(&c); agrees(d.Verdict) {
+		t.Errorf("fsession first: %s %s, want a disagreement", d.Verdict, d.Note)
+	}
+}
