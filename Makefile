@@ -161,7 +161,7 @@ verifier-fuzz: deps
 # docs/image-fuzz.md has the figures of the last run.
 IMAGEFUZZCOUNT ?= 2000
 IMAGEFUZZSEED ?= 1
-IMAGEFUZZPROFILE ?= 6.12-amd64 7.2-amd64 6.12-arm64 7.2-arm64 6.12-riscv64 7.2-riscv64
+IMAGEFUZZPROFILE ?= 6.12-amd64 7.2-amd64 6.12-arm64 7.2-arm64 6.12-riscv64 7.2-riscv64 6.1-amd64 6.1-arm64
 IMAGEFUZZOUT ?= bin/image-fuzz
 .PHONY: image-fuzz
 image-fuzz: build
