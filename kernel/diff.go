@@ -265,28 +265,18 @@ var attachIndex = regexp.MustCompile(`^attach program (\d+)[ :]`)
 
 // AttachIndex is the 1-based attach the kernel refused a case at, 0 when the case was not
 // refused at attach or its error does not say.
-func (c *CorpusCase) AttachIndex() int {
-	if c.Stage != "attach" {
-		return 0
-	}
-	m := attachIndex.FindStringSubmatch(c.Error)
-	if m == nil {
-		return 0
-	}
-	n, err := strconv.Atoi(m[1])
-	if err != nil {
-		return 0
-	}
-	return n
-}
+func (c *CorpusCase) AttachIndex() int { return c.progIndex("attach", attachIndex) }
 
 // LoadIndex is the 1-based program the kernel refused to load, 0 when the case was not
 // refused at load or its error does not say.
-func (c *CorpusCase) LoadIndex() int {
-	if c.Stage != "load" {
+func (c *CorpusCase) LoadIndex() int { return c.progIndex("load", loadIndex) }
+
+// progIndex is the program number re finds in the error of a case refused at stage.
+func (c *CorpusCase) progIndex(stage string, re *regexp.Regexp) int {
+	if c.Stage != stage {
 		return 0
 	}
-	m := loadIndex.FindStringSubmatch(c.Error)
+	m := re.FindStringSubmatch(c.Error)
 	if m == nil {
 		return 0
 	}
