@@ -15,15 +15,7 @@ import (
 // attach), a FUNC without a kallsyms address (ENOENT at load), and the same ahead of the
 // model's fmod_ret refusal. Diff alone calls them disagreements; fuzzDiff does not.
 func TestFuzzDiffUnmodelled(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "fuzz", "6.12-amd64-unmodelled.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cases, err := ParseCorpus(f, "unmodelled", filepath.Join("..", "testdata", "kernel", "6.12-amd64"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := readFuzzCases(t, "6.12-amd64-unmodelled", "6.12-amd64")
 	if len(cases) != 3 {
 		t.Fatalf("%d cases, want 3", len(cases))
 	}
@@ -47,15 +39,7 @@ func TestFuzzDiffUnmodelled(t *testing.T) {
 // scx_bpf_cidperf_cap(s32) with two argument slots (its _impl twin's prototype, with the
 // implicit struct bpf_prog_aux *). The captured image must regenerate byte for byte.
 func TestFuzzImplicitArgsKfunc(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "fuzz", "7.2-arm64-implicit-args.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cases, err := ParseCorpus(f, "implicit-args", filepath.Join("..", "testdata", "kernel", "7.2-arm64"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := readFuzzCases(t, "7.2-arm64-implicit-args", "7.2-arm64")
 	for _, c := range cases {
 		if d := Diff(&c); d.Verdict != Match {
 			t.Errorf("%s (%s): %s at %#x: model %s, kernel %s (%s)", c.ID, c.Request.Func, d.Verdict, d.Offset, d.Model, d.Kernel, d.Note)
@@ -67,15 +51,7 @@ func TestFuzzImplicitArgsKfunc(t *testing.T) {
 // bpf_lsm_find_cgroup_shim, a bpf_lsm.c function and not an LSM hook ("attach_btf_id 65998
 // points to wrong type name"), which the model, going by the prefix, accepted.
 func TestFuzzLSMNotHook(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "fuzz", "7.2-amd64-lsm-not-hook.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cases, err := ParseCorpus(f, "lsm-not-hook", filepath.Join("..", "testdata", "kernel", "7.2-amd64"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := readFuzzCases(t, "7.2-amd64-lsm-not-hook", "7.2-amd64")
 	if d := Diff(&cases[0]); d.Verdict != Match {
 		t.Errorf("%s (%s): %s: %s", cases[0].ID, cases[0].Request.Func, d.Verdict, d.Note)
 	}
